@@ -1,0 +1,40 @@
+# The course's commands. Each one sets up .venv from requirements.txt first
+# (only when requirements.txt changed since the last install).
+#
+#   make book     build the website into _build/html (warnings are errors)
+#   make test     run every test: chapters (nbval), book, release, grading
+#   make release  regenerate exercises/ (student notebooks) from solutions/
+#   make clean    remove build output (keeps .venv)
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(abspath $(VENV))/bin
+STAMP  := $(VENV)/.requirements-installed
+
+# nbgrader starts `alembic` as a subprocess, and the notebooks' kernel must be
+# the venv's Python: every recipe runs with the venv first on PATH.
+export PATH := $(BIN):$(PATH)
+# Keep Jupyter's own files inside the project, not in the user's home.
+export JUPYTER_PLATFORM_DIRS := 1
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+.PHONY: venv book test release clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --disable-pip-version-check -r requirements.txt
+	touch $@
+
+book: $(STAMP)
+	$(BIN)/python -m tools.book
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+release: $(STAMP)
+	$(BIN)/python -m tools.release $(ASSIGNMENT)
+
+clean:
+	rm -rf _build .pytest_cache

@@ -1,0 +1,163 @@
+"""Shared pieces of the course: the worked example, notebook set-up and figures.
+
+Every chapter imports this module (it sits next to the chapter notebooks, so
+``import course`` works wherever a chapter runs: the book build, nbval, Binder
+or a local Jupyter). The student notebooks in ``exercises/`` stay
+self-contained and carry their own copy of the worked example; a test checks
+that the copies agree with :func:`worked_example`.
+"""
+
+from __future__ import annotations
+
+import random
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+
+#: The four tokens of the worked example, in order.
+TOKENS = ["the", "cat", "sat", "down"]
+
+# Tokens as rows: X is (T, d_model) = (4, 6); each weight is (d_model, d_k) = (6, 3).
+_X = [
+    [0, 0, 1, 0, 0, 1],
+    [1, 0, 0, 0, 1, 0],
+    [0, 1, 1, 0, 1, 0],
+    [0, 0, 0, 1, 1, 0],
+]
+_W_Q = [
+    [0, 0, 1],
+    [1, 1, 1],
+    [0, 0, 1],
+    [0, 1, 0],
+    [1, 0, 0],
+    [1, 1, 1],
+]
+_W_K = [
+    [1, 1, 0],
+    [0, 1, 1],
+    [0, 1, 0],
+    [0, 1, 0],
+    [0, 0, 0],
+    [1, 0, 1],
+]
+_W_V = [
+    [0, 0, 0],
+    [0, 1, 1],
+    [0, 0, 1],
+    [0, 1, 0],
+    [1, 0, 0],
+    [1, 0, 0],
+]
+
+
+def worked_example(dtype=np.float64):
+    """Return the worked example as a dict of fresh NumPy arrays.
+
+    Keys and shapes (tokens as rows, the PyTorch convention):
+
+    - ``"X"``: (T, d_model) = (4, 6), one row per token
+    - ``"W_q"``, ``"W_k"``, ``"W_v"``: (d_model, d_k) = (6, 3)
+
+    All entries are 0 or 1, so every product a student writes by hand is a
+    small integer. The by-hand sheets use the transposes (features as columns).
+    """
+    return {
+        "X": np.array(_X, dtype=dtype),
+        "W_q": np.array(_W_Q, dtype=dtype),
+        "W_k": np.array(_W_K, dtype=dtype),
+        "W_v": np.array(_W_V, dtype=dtype),
+    }
+
+
+def setup(seed: int = 0) -> None:
+    """Make a chapter reproducible and its printouts stable.
+
+    Seeds Python, NumPy and (if installed) PyTorch; fixes print options; runs
+    PyTorch on one thread so that reductions add up in the same order on every
+    machine; and gives figures an opaque white background, which reads well on
+    both the light and the dark theme of the book.
+    """
+    random.seed(seed)
+    np.random.seed(seed)
+    np.set_printoptions(precision=4, suppress=True, linewidth=100)
+    try:
+        import torch
+    except ImportError:  # chapter 1 works with NumPy alone
+        pass
+    else:
+        torch.manual_seed(seed)
+        torch.set_num_threads(1)
+        torch.use_deterministic_algorithms(True)
+        torch.set_printoptions(precision=4, sci_mode=False, linewidth=100)
+    matplotlib.rcParams.update(
+        {
+            "figure.facecolor": "white",
+            "axes.facecolor": "white",
+            "savefig.facecolor": "white",
+            "figure.dpi": 100,
+            "font.size": 10,
+            "axes.titlesize": 11,
+        }
+    )
+
+
+def _as_numpy(matrix):
+    """Accept a NumPy array, a nested list or a (detached) torch tensor."""
+    if hasattr(matrix, "detach"):
+        matrix = matrix.detach().cpu().numpy()
+    return np.asarray(matrix, dtype=float)
+
+
+def heatmap(
+    matrix,
+    ax=None,
+    *,
+    title: str = "",
+    row_labels=None,
+    col_labels=None,
+    xlabel: str = "",
+    ylabel: str = "",
+    fmt: str = "{:.2f}",
+    cmap: str = "Blues",
+    vmin=None,
+    vmax=None,
+    colorbar: bool = False,
+):
+    """Draw a 2-D matrix as a heatmap with each value written in its cell.
+
+    Shape: ``matrix`` is (rows, cols). Returns the matplotlib ``Axes``.
+
+    ``fmt`` formats each number (``"{:.0f}"`` for integers, ``"{:.2f}"`` for
+    weights). The text colour switches from dark to light on dark cells so
+    that every number stays readable.
+    """
+    values = _as_numpy(matrix)
+    if values.ndim != 2:
+        raise ValueError(f"heatmap expects a 2-D matrix, got shape {values.shape}")
+    if ax is None:
+        width = max(2.5, 0.6 * values.shape[1] + 1.2)
+        height = max(2.0, 0.5 * values.shape[0] + 1.0)
+        _, ax = plt.subplots(figsize=(width, height))
+    finite = values[np.isfinite(values)]
+    lo = vmin if vmin is not None else (finite.min() if finite.size else 0.0)
+    hi = vmax if vmax is not None else (finite.max() if finite.size else 1.0)
+    image = ax.imshow(values, cmap=cmap, vmin=lo, vmax=hi, aspect="auto")
+    middle = (lo + hi) / 2
+    for i in range(values.shape[0]):
+        for j in range(values.shape[1]):
+            v = values[i, j]
+            text = fmt.format(v) if np.isfinite(v) else ("−∞" if v < 0 else "NaN" if np.isnan(v) else "∞")
+            colour = "white" if np.isfinite(v) and v > middle and hi > lo else "black"
+            ax.text(j, i, text, ha="center", va="center", color=colour, fontsize=9)
+    ax.set_xticks(range(values.shape[1]))
+    ax.set_yticks(range(values.shape[0]))
+    ax.set_xticklabels(col_labels if col_labels is not None else range(values.shape[1]))
+    ax.set_yticklabels(row_labels if row_labels is not None else range(values.shape[0]))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    return ax

@@ -1,0 +1,78 @@
+"""Promise: students get exactly the generated release, and nothing more.
+
+exercises/ is what `nbgrader generate_assignment` makes from solutions/ — no
+hand edits, no solution code, no hidden test, no file besides the notebook —
+and each notebook states the points it is worth.
+"""
+
+import re
+
+import nbformat
+import pytest
+
+from tools.nbgrader_course import hidden_lines
+from tools.paths import EXERCISES, SOLUTIONS, assignments
+from tools.release import generate_release
+
+ASSIGNMENTS = assignments()
+MARKERS = re.compile(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN TESTS")
+STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
+
+
+def released(assignment):
+    return nbformat.read(EXERCISES / assignment / f"{assignment}.ipynb", as_version=4)
+
+
+def comparable(nb):
+    """What matters of a notebook for the comparison: cells' type, source and metadata."""
+    return [(c.cell_type, c.source, dict(c.metadata)) for c in nb.cells]
+
+
+def test_every_assignment_is_released():
+    assert ASSIGNMENTS, "no assignment found in solutions/"
+    assert sorted(p.name for p in EXERCISES.iterdir() if p.is_dir()) == ASSIGNMENTS
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_release_matches_regeneration(assignment, tmp_path):
+    fresh = nbformat.read(generate_release(assignment, tmp_path), as_version=4)
+    assert comparable(released(assignment)) == comparable(fresh), (
+        f"exercises/{assignment} differs from what solutions/{assignment} generates: run `make release`"
+    )
+
+
+def test_release_holds_only_notebooks():
+    others = [p for p in EXERCISES.rglob("*") if p.is_file() and p.suffix != ".ipynb"]
+    assert not others, f"only the notebooks may reach students, found {others}"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_release_contains_no_solution_or_hidden_test(assignment):
+    text = (EXERCISES / assignment / f"{assignment}.ipynb").read_text()
+    assert not MARKERS.search(text)
+    release_lines = {line.strip() for cell in released(assignment).cells for line in cell.source.splitlines()}
+    hidden = hidden_lines(SOLUTIONS / assignment / f"{assignment}.ipynb")
+    assert hidden, "the solution notebook should have solution and hidden-test regions"
+    leaked = [line for line in hidden if line in release_lines]
+    assert not leaked, f"solution or hidden-test lines appear in the release: {leaked[:3]}"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_each_solution_cell_raises_not_implemented(assignment):
+    solution_cells = [
+        c for c in released(assignment).cells if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"
+    ]
+    assert solution_cells
+    for cell in solution_cells:
+        assert "raise NotImplementedError()" in cell.source, cell.metadata["nbgrader"]["grade_id"]
+        assert "### " not in cell.source
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_stated_total_matches_points(assignment):
+    nb = released(assignment)
+    points = [c.metadata["nbgrader"]["points"] for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    stated = re.search(r"Total: (\d+) points", nb.cells[0].source)
+    assert stated, "the first cell must state 'Total: N points'"
+    assert int(stated.group(1)) == sum(points)
+    assert all(p > 0 for p in points)

@@ -1,0 +1,4 @@
+# Divides by d_k instead of its square root.
+# %% cell: scale_scores
+def scale_scores(S, d_k):
+    return np.asarray(S, dtype=float) / d_k

@@ -1,0 +1,4 @@
+# Multiplies the scores by sqrt(d_k) instead of dividing.
+# %% cell: scale_scores
+def scale_scores(S, d_k):
+    return np.asarray(S, dtype=float) * np.sqrt(d_k)

@@ -1,0 +1,6 @@
+# Normalises by the sum over the whole matrix instead of each row.
+# %% cell: softmax
+def softmax(S):
+    S = np.asarray(S, dtype=float)
+    e = np.exp(S - S.max())
+    return e / e.sum()

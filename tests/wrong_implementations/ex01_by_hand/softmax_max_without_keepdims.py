@@ -1,0 +1,6 @@
+# Forgets keepdims when subtracting the row maximum, so the maxima broadcast across columns.
+# %% cell: softmax
+def softmax(S):
+    S = np.asarray(S, dtype=float)
+    e = np.exp(S - S.max(axis=1))
+    return e / e.sum(axis=1, keepdims=True)

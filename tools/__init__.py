@@ -1,0 +1,1 @@
+"""The Python behind the Makefile: building the book, releasing and grading."""

@@ -1,0 +1,173 @@
+"""Run real nbgrader commands in a throw-away course folder.
+
+The release (``make release``) and the grading tests both use this: they copy
+the assignment sources and ``nbgrader_config.py`` into a temporary folder, so
+no gradebook or nbgrader working folder ever lands in the repository.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import nbformat
+
+from .paths import BIN, ROOT, SOLUTIONS
+
+SOLUTION_REGION = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.MULTILINE)
+
+
+def nbgrader_env():
+    """The environment for an nbgrader subprocess: .venv/bin first on PATH."""
+    env = dict(os.environ)
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("JUPYTER_PLATFORM_DIRS", "1")
+    env["PYTHONWARNINGS"] = "ignore"
+    return env
+
+
+class Course:
+    """A temporary nbgrader course with the project's configuration."""
+
+    def __init__(self, root: Path, assignments):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / "nbgrader_config.py", self.root / "nbgrader_config.py")
+        for name in assignments:
+            shutil.copytree(SOLUTIONS / name, self.root / "solutions" / name, dirs_exist_ok=True)
+
+    @property
+    def db_url(self):
+        return f"sqlite:///{self.root / 'gradebook.db'}"
+
+    def nbgrader(self, *args, check=True):
+        """Run ``nbgrader ARGS`` in the course folder and return the finished process."""
+        proc = subprocess.run(
+            [str(BIN / "nbgrader"), *args],
+            cwd=self.root,
+            env=nbgrader_env(),
+            text=True,
+            capture_output=True,
+        )
+        if check and proc.returncode != 0:
+            raise RuntimeError(
+                f"nbgrader {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+            )
+        return proc
+
+    def generate(self, assignment):
+        """``nbgrader generate_assignment``; return the path of the released notebook."""
+        self.nbgrader("generate_assignment", assignment, "--force")
+        return self.root / "exercises" / assignment / f"{assignment}.ipynb"
+
+    def submit(self, student, assignment, notebook):
+        """Place a notebook (a NotebookNode) as ``student``'s submission."""
+        folder = self.root / "submitted" / student / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(notebook, folder / f"{assignment}.ipynb")
+        (folder / "timestamp.txt").write_text("2026-01-01 00:00:00.000000 UTC\n")
+
+    def autograde(self, assignment, *extra):
+        return self.nbgrader("autograde", assignment, "--force", *extra)
+
+    def scores(self, assignment):
+        """{student: {"score", "max_score", "cells": {grade_id: score}}} from the gradebook."""
+        from nbgrader.api import Gradebook
+
+        result = {}
+        with Gradebook(self.db_url) as gb:
+            for submission in gb.assignment_submissions(assignment):
+                notebook = gb.find_submission_notebook(assignment, assignment, submission.student_id)
+                result[submission.student_id] = {
+                    "score": submission.score,
+                    "max_score": submission.max_score,
+                    "cells": {grade.name: grade.score for grade in notebook.grades},
+                }
+        return result
+
+
+def solution_code(source_notebook: Path):
+    """{grade_id: code} for every solution cell, with the solution markers removed."""
+    nb = nbformat.read(source_notebook, as_version=4)
+    answers = {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("solution"):
+            answers[meta["grade_id"]] = SOLUTION_REGION.sub("", cell.source)
+    return answers
+
+
+def fill_release(release_notebook: Path, answers: dict):
+    """A copy of the student notebook with the given solution cells filled in.
+
+    ``answers`` maps grade_id to code; solution cells not in it keep their stub
+    (as a student who skipped them would leave them).
+    """
+    nb = nbformat.read(release_notebook, as_version=4)
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if cell.metadata.get("nbgrader", {}).get("solution") and grade_id in answers:
+            cell.source = answers[grade_id]
+    return nb
+
+
+CELL_MARKER = re.compile(r"^# %% cell: (\S+)[ \t]*$", re.MULTILINE)
+
+
+def read_wrong_implementation(path: Path):
+    """Parse a file of tests/wrong_implementations/.
+
+    Returns ``(description, {grade_id: code})``: the description is the first
+    line's comment; each ``# %% cell: <grade_id>`` section replaces that
+    solution cell.
+    """
+    text = Path(path).read_text()
+    first_line = text.splitlines()[0] if text else ""
+    if not first_line.startswith("# ") or first_line.startswith("# %%"):
+        raise ValueError(f"{path}: the first line must be a comment saying what the mistake is")
+    parts = CELL_MARKER.split(text)
+    # parts = [preamble, id1, code1, id2, code2, ...]
+    cells = {parts[i]: parts[i + 1].strip("\n") + "\n" for i in range(1, len(parts), 2)}
+    if not cells:
+        raise ValueError(f"{path}: no '# %% cell: <grade_id>' section")
+    return first_line[2:].strip(), cells
+
+
+def protected_regions(source_notebook):
+    """The regions students must never see, as ``(kind, lines)`` pairs.
+
+    ``kind`` is ``"SOLUTION"`` or ``"HIDDEN TESTS"``; ``lines`` are the
+    stripped, non-empty lines between the BEGIN and END markers.
+    """
+    regions, current = [], None
+    for cell in nbformat.read(source_notebook, as_version=4).cells:
+        for line in cell.source.splitlines():
+            begin = re.search(r"### BEGIN (SOLUTION|HIDDEN TESTS)", line)
+            if begin:
+                current = (begin.group(1), [])
+                regions.append(current)
+            elif re.search(r"### END (SOLUTION|HIDDEN TESTS)", line):
+                current = None
+            elif current is not None and line.strip():
+                current[1].append(line.strip())
+    return regions
+
+
+def hidden_lines(source_notebook):
+    """Telling lines of the protected regions: long, and not also in the public part."""
+    protected = {line for _, lines in protected_regions(source_notebook) for line in lines}
+    public = set()
+    inside = False
+    for cell in nbformat.read(source_notebook, as_version=4).cells:
+        for line in cell.source.splitlines():
+            if re.search(r"### BEGIN (SOLUTION|HIDDEN TESTS)", line):
+                inside = True
+            elif re.search(r"### END (SOLUTION|HIDDEN TESTS)", line):
+                inside = False
+            elif not inside:
+                public.add(line.strip())
+    # A line that the public part also contains (an import, `Q = project(X, W_q)`) gives nothing away.
+    return sorted(line for line in protected if len(line) > 12 and line not in public)
