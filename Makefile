@@ -4,6 +4,7 @@
 #   make book     build the website into _build/html (warnings are errors)
 #   make test     run every test: chapters (nbval), book, release, grading
 #   make release  regenerate exercises/ (student notebooks) from solutions/
+#   make chapters re-execute the chapter notebooks in place (no timestamps)
 #   make clean    remove build output (keeps .venv)
 
 PYTHON ?= python3
@@ -18,7 +19,7 @@ export PATH := $(BIN):$(PATH)
 export JUPYTER_PLATFORM_DIRS := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: venv book test release clean
+.PHONY: venv book test release chapters clean
 
 venv: $(STAMP)
 
@@ -35,6 +36,12 @@ test: $(STAMP)
 
 release: $(STAMP)
 	$(BIN)/python -m tools.release $(ASSIGNMENT)
+
+chapters: $(STAMP)
+	for nb in chapters/*.ipynb; do \
+	  $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+	    --ExecutePreprocessor.record_timing=False "$$nb" || exit 1; \
+	done
 
 clean:
 	rm -rf _build .pytest_cache

@@ -1,0 +1,96 @@
+"""Promise: the chapters are reproducible, checked against PyTorch, and share
+one worked example.
+
+nbval (run by `make test` over chapters/) re-executes every chapter and
+compares each output with the committed one; the tests here guard what nbval
+cannot see.
+"""
+
+import ast
+import re
+
+import nbformat
+import numpy as np
+import pytest
+import yaml
+
+from tools.paths import CHAPTERS, EXERCISES, ROOT
+
+CHAPTER_FILES = sorted(CHAPTERS.glob("ch*.ipynb"))
+BUILTINS = re.compile(r"scaled_dot_product_attention|MultiheadAttention|torch\.softmax|F\.softmax")
+
+
+def read(path):
+    return nbformat.read(path, as_version=4)
+
+
+def code(nb):
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+
+
+def test_chapters_are_numbered_in_order():
+    assert len(CHAPTER_FILES) >= 1
+    assert [p.name[:4] for p in CHAPTER_FILES] == [f"ch{i:02d}" for i in range(1, len(CHAPTER_FILES) + 1)]
+
+
+def test_every_chapter_is_in_the_table_of_contents():
+    toc = (ROOT / "_toc.yml").read_text()
+    for path in CHAPTER_FILES:
+        assert f"chapters/{path.stem}" in toc, f"{path.name} is not in _toc.yml"
+
+
+@pytest.mark.parametrize("path", CHAPTER_FILES, ids=lambda p: p.stem)
+def test_chapter_starts_with_the_shared_setup(path):
+    first = next(c for c in read(path).cells if c.cell_type == "code")
+    assert "course.setup(" in first.source, "the first code cell must call course.setup()"
+
+
+@pytest.mark.parametrize("path", CHAPTER_FILES, ids=lambda p: p.stem)
+def test_chapter_is_committed_executed_without_timestamps(path):
+    nb = read(path)
+    code_cells = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count is not None for c in code_cells), "run `make chapters` and commit the outputs"
+    stamped = [i for i, c in enumerate(nb.cells) if "execution" in c.metadata]
+    assert not stamped, f"cells {stamped[:5]} carry execution timestamps: run `make chapters`"
+
+
+@pytest.mark.parametrize("path", CHAPTER_FILES, ids=lambda p: p.stem)
+def test_chapter_checks_itself_against_pytorch(path):
+    source = code(read(path))
+    assert "assert_close" in source or "assert_allclose" in source, "no comparison with a stated tolerance"
+    assert BUILTINS.search(source), "no comparison with a PyTorch built-in"
+
+
+@pytest.mark.parametrize("path", CHAPTER_FILES, ids=lambda p: p.stem)
+def test_chapter_quotes_computed_numbers(path):
+    nb = read(path)
+    assert "glue(" in code(nb), "numbers in the prose must be glued from code"
+    prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "{glue:" in prose
+
+
+def _assigned_arrays(source):
+    """Top-level `NAME = np.array(...)` and `NAME = [...]` assignments of a cell, evaluated."""
+    arrays = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            call = node.value
+            if isinstance(call, ast.Call) and ast.unparse(call.func) == "np.array":
+                arrays[node.targets[0].id] = np.array(ast.literal_eval(call.args[0]), dtype=float)
+            elif isinstance(call, ast.List):
+                arrays[node.targets[0].id] = ast.literal_eval(call)
+    return arrays
+
+
+def test_exercise_copy_of_the_worked_example_agrees_with_the_chapters():
+    import sys
+
+    sys.path.insert(0, str(CHAPTERS))
+    import course
+
+    nb = read(EXERCISES / "ex01_by_hand" / "ex01_by_hand.ipynb")
+    setup = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "setup")
+    copy = _assigned_arrays(setup.source)
+    for name, value in course.worked_example().items():
+        np.testing.assert_array_equal(copy[name], value, err_msg=f"ex01's {name} differs from course.py")
+    assert copy["TOKENS"] == course.TOKENS
