@@ -1,0 +1,4 @@
+# Causal mask without the diagonal: a token may not attend to itself, and the first query sees nothing.
+# %% cell: causal_mask
+def causal_mask(n):
+    return torch.tril(torch.ones(n, n, dtype=torch.bool), diagonal=-1)

@@ -1,0 +1,4 @@
+# Causal mask in the "True = blocked" convention (triu with diagonal=1), as nn.MultiheadAttention expects.
+# %% cell: causal_mask
+def causal_mask(n):
+    return torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)

@@ -1,0 +1,4 @@
+# Causal mask with the wrong triangle (upper): every query sees the future and not the past.
+# %% cell: causal_mask
+def causal_mask(n):
+    return torch.triu(torch.ones(n, n, dtype=torch.bool))

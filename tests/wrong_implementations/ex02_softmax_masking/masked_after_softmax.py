@@ -1,0 +1,4 @@
+# Takes the softmax of all scores, then zeroes the forbidden weights without renormalising.
+# %% cell: masked_softmax
+def masked_softmax(scores, mask):
+    return stable_softmax(scores, dim=-1) * mask

@@ -1,0 +1,4 @@
+# Fills -inf and takes the softmax, but leaves the NaN of rows with no allowed key.
+# %% cell: masked_softmax
+def masked_softmax(scores, mask):
+    return stable_softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)

@@ -1,0 +1,5 @@
+# Takes the maximum along dim but sums along the last dimension.
+# %% cell: stable_softmax
+def stable_softmax(x, dim=-1):
+    exps = torch.exp(x - x.amax(dim=dim, keepdim=True))
+    return exps / exps.sum(dim=-1, keepdim=True)
