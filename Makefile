@@ -4,6 +4,10 @@
 #   make book     build the website into _build/html (warnings are errors)
 #   make test     run every test: chapters (nbval), book, release, grading
 #   make release  regenerate exercises/ (student notebooks) from solutions/
+#   make grade    autograde submitted/, write feedback/ and grades.csv
+#                 (ASSIGNMENT=..., COURSE=folder, JOBS=workers)
+#   make screenshots  every page at laptop and phone width, light and dark,
+#                 into _build/screenshots/ (builds the book first if needed)
 #   make chapters re-execute the chapter notebooks in place (no timestamps)
 #   make clean    remove build output (keeps .venv)
 
@@ -19,7 +23,7 @@ export PATH := $(BIN):$(PATH)
 export JUPYTER_PLATFORM_DIRS := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: venv book test release chapters clean
+.PHONY: venv book test release grade chapters screenshots clean
 
 venv: $(STAMP)
 
@@ -37,11 +41,18 @@ test: $(STAMP)
 release: $(STAMP)
 	$(BIN)/python -m tools.release $(ASSIGNMENT)
 
+grade: $(STAMP)
+	$(BIN)/python -m tools.grade --course "$(or $(COURSE),$(CURDIR))" $(if $(JOBS),--jobs $(JOBS)) $(ASSIGNMENT)
+
 chapters: $(STAMP)
 	for nb in chapters/*.ipynb; do \
 	  $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 	    --ExecutePreprocessor.record_timing=False "$$nb" || exit 1; \
 	done
+
+screenshots: $(STAMP)
+	test -d _build/html || $(MAKE) book
+	$(BIN)/python -m tools.screenshots $(PAGES)
 
 clean:
 	rm -rf _build .pytest_cache

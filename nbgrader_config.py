@@ -4,13 +4,26 @@ The instructor versions of the assignments live in solutions/ (nbgrader's
 "source" folder) and the student versions in exercises/ ("release"). Run every
 nbgrader command from this folder with the project's .venv/bin first on PATH
 (the Makefile does this): nbgrader starts `alembic` as a subprocess.
+
+Beyond stock nbgrader, this file switches on the course's two protections
+(instructor/protections.md explains them):
+
+- every submission's kernel runs in a sandbox (tools/sandboxed_kernel.py,
+  tools/sandbox.py): no view of solutions/, the gradebook or other students'
+  work, no network, limits on memory, CPU and time. It needs bubblewrap
+  (`apt-get install bubblewrap`). GRADING_SANDBOX=off in the environment
+  turns it off (student code then runs with your permissions);
+- the feedback students receive shows no hidden test (tools/feedback.py).
 """
 
 import os
+import sys
 
 c = get_config()  # noqa: F821 (provided by nbgrader when it reads this file)
 
-c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+c.CourseDirectory.root = HERE
 c.CourseDirectory.course_id = "self-attention"
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "exercises"
@@ -28,7 +41,43 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 c.IgnorePattern.enabled = True
 c.IgnorePattern.pattern = r"\w*Warning\b"
 
-# Each cell of a submission gets at most this many seconds; an endless loop
-# costs the student that cell, not the whole class its grading.
-c.Execute.timeout = 60
+# Time limits. Every cell of these assignments runs in well under a second;
+# the first one also imports NumPy or PyTorch, which takes a few seconds on a
+# busy machine. A cell still running after 30 s is interrupted and scores 0
+# (an endless loop costs its student that cell, not the class its grading),
+# and a whole notebook gets 300 s of wall-clock time.
+c.Execute.timeout = 30
 c.Execute.interrupt_on_timeout = True
+c.SandboxedExecute.notebook_timeout = 300
+
+# The course's additions to nbgrader are in tools/, next to this file or, for
+# a copy of this file in a temporary course folder, next to the virtual
+# environment that runs nbgrader.
+for folder in (HERE, os.path.dirname(sys.prefix)):
+    if os.path.isfile(os.path.join(folder, "tools", "sandboxed_kernel.py")):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+        break
+
+# The sandbox: each kernel may use 2 GiB of memory per process and 120 s of
+# CPU time in all, may write only to its own folder, and sees no network.
+if os.environ.get("GRADING_SANDBOX", "on") != "off":
+    c.Autograde.autograde_preprocessors = [
+        "tools.sandboxed_kernel.SandboxedExecute",  # in place of nbgrader's Execute
+        "nbgrader.preprocessors.IgnorePattern",
+        "nbconvert.preprocessors.ClearMetadataPreprocessor",
+        "nbgrader.preprocessors.LimitOutput",
+        "nbgrader.preprocessors.SaveAutoGrades",
+        "nbgrader.preprocessors.AssignLatePenalties",
+        "nbgrader.preprocessors.CheckCellMetadata",
+    ]
+c.SandboxedKernelManager.memory_bytes = 2 * 1024**3
+c.SandboxedKernelManager.cpu_seconds = 120
+
+# Feedback: nbgrader's, minus the hidden tests (they stay in autograded/ and
+# in the formgrader, for you).
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "tools.feedback.HideHiddenTests",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]

@@ -1,0 +1,179 @@
+"""Promise: feedback tells students what failed, and never shows a hidden test.
+
+Stock nbgrader puts the hidden tests' code into the feedback HTML (nbgrader
+issue 917): in the test cells and again in the tracebacks. With the course's
+nbgrader_config.py (tools/feedback.py), the feedback of every test cell shows
+whether it passed, its points and the failure message — and no line of hidden
+test code, and no solution code the student did not write.
+
+The feedback comes from the real autograde of every known-wrong implementation
+(the session's `graded` fixture, shared with test_grading.py), through
+`nbgrader generate_feedback`. A last test grades, with `make grade`, a student
+whose code prints the source of every cell it can — hidden tests included.
+"""
+
+import re
+import subprocess
+
+import nbformat
+import pytest
+from bs4 import BeautifulSoup
+
+from tests.conftest import submission_name, wrong_implementations
+from tests.test_sandbox import require_sandbox
+from tools.nbgrader_course import Course, fill_release, protected_regions, solution_code
+from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS, assignments
+
+ASSIGNMENTS = assignments()
+WRONG = [(a, path) for a in ASSIGNMENTS for path in wrong_implementations(a)]
+
+
+def notebook_lines(path):
+    return {line.strip() for cell in nbformat.read(path, as_version=4).cells for line in cell.source.splitlines()}
+
+
+def secret_lines(assignment, kind, submission):
+    """Lines of the source's `kind` regions ("HIDDEN TESTS" or "SOLUTION")
+    that the student has not seen: not in the released notebook, not in their
+    own submission, and with at least a letter or digit."""
+    source = SOLUTIONS / assignment / f"{assignment}.ipynb"
+    seen = notebook_lines(EXERCISES / assignment / f"{assignment}.ipynb") | notebook_lines(submission)
+    return {
+        line
+        for region, lines in protected_regions(source)
+        if region == kind
+        for line in lines
+        if line not in seen and re.search(r"\w", line)
+    }
+
+
+def feedback_text(html_path):
+    """The text a student reads in a feedback page, line by line."""
+    soup = BeautifulSoup(html_path.read_text(), "html.parser")
+    for tag in soup(["style", "script"]):
+        tag.decompose()
+    lines = []
+    for pre in soup.find_all("pre"):  # code and outputs: keep their lines whole
+        lines += pre.get_text().splitlines()
+        pre.decompose()
+    lines += soup.get_text("\n").splitlines()
+    return [line.strip() for line in lines if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def feedback(graded):
+    """feedback(assignment) -> the graded course, with `nbgrader generate_feedback` run."""
+    require_sandbox()
+    done = {}
+
+    def get(assignment):
+        if assignment not in done:
+            result = graded(assignment)
+            result.course.nbgrader("generate_feedback", assignment, "--force")
+            done[assignment] = result
+        return done[assignment]
+
+    return get
+
+
+def paths(course, student, assignment):
+    submitted = course.root / "submitted" / student / assignment / f"{assignment}.ipynb"
+    autograded = course.root / "autograded" / student / assignment / f"{assignment}.ipynb"
+    html = course.root / "feedback" / student / assignment / f"{assignment}.html"
+    return submitted, autograded, html
+
+
+def failing_test_cells(autograded):
+    """[(grade_id, points, first line of the error message)] for the test cells that failed."""
+    failing = []
+    for cell in nbformat.read(autograded, as_version=4).cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
+            errors = [o for o in cell.outputs if o.output_type == "error"]
+            if errors:
+                message = (errors[0].evalue.strip().splitlines() or [errors[0].ename])[0].strip()
+                failing.append((meta["grade_id"], meta["points"], message))
+    return failing
+
+
+@pytest.mark.parametrize("assignment, path", WRONG, ids=[f"{a}-{p.stem}" for a, p in WRONG])
+def test_feedback_shows_each_failed_test_its_points_and_message(feedback, assignment, path):
+    course = feedback(assignment).course
+    _, autograded, html = paths(course, submission_name(path), assignment)
+    failing = failing_test_cells(autograded)
+    assert failing, f"{path.name} failed no test cell"
+    text = "\n".join(feedback_text(html))
+    for grade_id, points, message in failing:
+        assert f"Failed: 0 of {points:g} points." in text, f"{grade_id}: no result line in the feedback"
+        assert f"Score: 0.0 / {float(points)}" in text, f"{grade_id}: no score in the feedback"
+        assert message in text, f"{grade_id}: the failure message {message!r} is not in the feedback"
+
+
+@pytest.mark.parametrize("assignment, path", WRONG, ids=[f"{a}-{p.stem}" for a, p in WRONG])
+def test_feedback_contains_no_hidden_test_and_no_unwritten_solution(feedback, assignment, path):
+    course = feedback(assignment).course
+    submitted, autograded, html = paths(course, submission_name(path), assignment)
+    hidden = secret_lines(assignment, "HIDDEN TESTS", submitted)
+    solution = secret_lines(assignment, "SOLUTION", submitted)
+    # The check can see a leak: the notebook the feedback is made from has the hidden tests.
+    assert hidden & notebook_lines(autograded), "nothing to hide: is the test looking at the right lines?"
+    shown = set(feedback_text(html))
+    assert not hidden & shown, f"hidden-test lines in the feedback: {sorted(hidden & shown)[:5]}"
+    assert not solution & shown, f"solution lines the student did not write: {sorted(solution & shown)[:5]}"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_feedback_of_the_reference_solution_shows_every_test_passed(feedback, assignment):
+    course = feedback(assignment).course
+    _, autograded, html = paths(course, "solution", assignment)
+    text = "\n".join(feedback_text(html))
+    for cell in nbformat.read(autograded, as_version=4).cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade") and not meta.get("solution"):
+            assert f"Passed: {meta['points']:g} of {meta['points']:g} points." in text
+
+
+ECHO = '''
+import sys as _sys
+def _echo(result):
+    # Print the source of every cell that ran, hidden tests included.
+    print(result.info.raw_cell)
+    print(result.info.raw_cell, file=_sys.stderr)
+get_ipython().events.register("post_run_cell", _echo)
+'''
+
+
+@pytest.fixture(scope="module")
+def echo_course(tmp_path_factory):
+    """One student, in every assignment, whose first answer cell makes every
+    later cell print its own source; graded by `make grade`'s command."""
+    require_sandbox()
+    root = tmp_path_factory.mktemp("echo-course")
+    course = Course(root, ASSIGNMENTS)
+    for assignment in ASSIGNMENTS:
+        answers = solution_code(SOLUTIONS / assignment / f"{assignment}.ipynb")
+        first = next(iter(answers))
+        release = EXERCISES / assignment / f"{assignment}.ipynb"
+        course.submit("echo", assignment, fill_release(release, {**answers, first: ECHO + answers[first]}))
+    proc = subprocess.run(
+        [str(BIN / "python"), "-m", "tools.grade", "--course", str(root)],
+        cwd=ROOT, text=True, capture_output=True, timeout=600,
+    )
+    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return course
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_feedback_hides_hidden_tests_that_student_code_prints(echo_course, assignment):
+    submitted, autograded, html = paths(echo_course, "echo", assignment)
+    hidden = secret_lines(assignment, "HIDDEN TESTS", submitted)
+    printed = {
+        line.strip()
+        for cell in nbformat.read(autograded, as_version=4).cells
+        for output in cell.get("outputs", [])
+        if output.output_type == "stream"
+        for line in output.text.splitlines()
+    }
+    assert hidden & printed, "the student's code did not manage to print the hidden tests"
+    shown = set(feedback_text(html))
+    assert not hidden & shown, f"hidden-test lines in the feedback: {sorted(hidden & shown)[:5]}"

@@ -1,0 +1,131 @@
+"""Promise: `make grade` grades a class in one command, and can be run again.
+
+`make grade COURSE=<folder>` autogrades every submission under
+submitted/<student>/<assignment>/ in parallel, writes the feedback and exports
+grades.csv in nbgrader's own format. Its scores are exactly those of stock,
+sequential `nbgrader autograde`. Running it again regrades every submission
+without losing anything: manual grades from the formgrader stay, new
+submissions are added, and the gradebook stays consistent. ASSIGNMENT=...
+limits it to one assignment.
+"""
+
+import shutil
+import subprocess
+
+import nbformat
+import pytest
+
+from tests.conftest import submission_name, wrong_implementations
+from tests.test_sandbox import require_sandbox
+from tools.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code
+from tools.paths import EXERCISES, ROOT, SOLUTIONS
+
+ASSIGNMENT = "ex01_by_hand"
+OTHER = "ex01_again"  # a second assignment: a copy of the first under another name
+
+
+def make_grade(root, *variables):
+    return subprocess.run(
+        ["make", "--no-print-directory", "grade", f"COURSE={root}", *variables],
+        cwd=ROOT, text=True, capture_output=True, timeout=900,
+    )
+
+
+def other_assignment(root):
+    """solutions/ex01_again/ex01_again.ipynb, a copy of ex01_by_hand."""
+    folder = root / "solutions" / OTHER
+    folder.mkdir(parents=True)
+    shutil.copy(SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", folder / f"{OTHER}.ipynb")
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    """A course graded twice: first ASSIGNMENT=ex01_by_hand JOBS=2, then, after a
+    manual grade and a new submission, everything."""
+    require_sandbox()
+    root = tmp_path_factory.mktemp("make-grade-course")
+    course = Course(root, [ASSIGNMENT])
+    other_assignment(root)
+    release = EXERCISES / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    answers = solution_code(SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    course.submit("solution", ASSIGNMENT, fill_release(release, answers))
+    course.submit("untouched-release", ASSIGNMENT, nbformat.read(release, as_version=4))
+    for path in wrong_implementations(ASSIGNMENT)[:3]:
+        wrong = fill_release(release, {**answers, **read_wrong_implementation(path)[1]})
+        course.submit(submission_name(path), ASSIGNMENT, wrong)
+    course.submit("solution", OTHER, fill_release(release, answers))
+
+    first = make_grade(root, f"ASSIGNMENT={ASSIGNMENT}", "JOBS=2")
+    assert first.returncode == 0, f"{first.stdout[-3000:]}\n{first.stderr[-3000:]}"
+    after_first = {"scores": course.scores(ASSIGNMENT), "other": course.scores(OTHER),
+                   "csv": (root / "grades.csv").read_text()}
+    stock_csv = root.parent / f"{root.name}-stock-export.csv"
+    course.nbgrader("export", f"--to={stock_csv}")
+    after_first["stock_csv"] = stock_csv.read_text()
+
+    # Between the runs: a grader overrides a score in the formgrader, and a
+    # late student hands in.
+    from nbgrader.api import Gradebook
+
+    with Gradebook(course.db_url) as gb:
+        gb.find_grade("test_softmax", ASSIGNMENT, ASSIGNMENT, "solution").manual_score = 1
+        gb.db.commit()
+    course.submit("late-student", ASSIGNMENT, fill_release(release, answers))
+
+    second = make_grade(root)
+    assert second.returncode == 0, f"{second.stdout[-3000:]}\n{second.stderr[-3000:]}"
+    return {"course": course, "root": root, "first": after_first, "second_stdout": second.stdout}
+
+
+def test_make_grade_scores_every_submission_as_stock_nbgrader_does(course, graded):
+    """graded(...) is stock, sequential `nbgrader autograde` over the same submissions."""
+    stock = graded(ASSIGNMENT).scores
+    ours = course["first"]["scores"]
+    assert ours, "nothing was graded"
+    for student, result in ours.items():
+        assert result["cells"] == stock[student]["cells"], f"{student}: make grade and nbgrader autograde disagree"
+
+
+def test_assignment_variable_grades_only_that_assignment(course):
+    assert course["first"]["other"] == {}
+    assert set(course["course"].scores(OTHER)) == {"solution"}
+
+
+def test_grades_csv_is_nbgraders_export(course):
+    assert course["first"]["csv"] == course["first"]["stock_csv"]
+    assert course["first"]["csv"].startswith("assignment,duedate,timestamp,student_id,")
+
+
+def test_every_graded_submission_gets_feedback(course):
+    root = course["root"]
+    for student in course["course"].scores(ASSIGNMENT):
+        assert (root / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").is_file(), student
+        assert (root / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file(), student
+
+
+def test_regrading_keeps_manual_grades(course):
+    from nbgrader.api import Gradebook
+
+    with Gradebook(course["course"].db_url) as gb:
+        grade = gb.find_grade("test_softmax", ASSIGNMENT, ASSIGNMENT, "solution")
+        assert grade.manual_score == 1
+        assert grade.auto_score == 4
+        assert grade.score == 1
+
+
+def test_regrading_changes_no_automatic_score_and_adds_new_submissions(course):
+    before = course["first"]["scores"]
+    after = course["course"].scores(ASSIGNMENT)
+    assert set(after) == set(before) | {"late-student"}
+    assert after["late-student"]["score"] == 16
+    for student in before:
+        if student != "solution":
+            assert after[student] == before[student], f"{student}'s grades changed on regrading"
+
+
+def test_gradebook_holds_one_submission_per_student_and_assignment(course):
+    from nbgrader.api import Gradebook, SubmittedAssignment
+
+    with Gradebook(course["course"].db_url) as gb:
+        pairs = [(s.assignment.name, s.student.id) for s in gb.db.query(SubmittedAssignment)]
+    assert len(pairs) == len(set(pairs)) == len(course["course"].scores(ASSIGNMENT)) + 1  # + ex01_again

@@ -1,0 +1,147 @@
+"""Feedback that tells students what failed without showing the hidden tests.
+
+Stock ``nbgrader generate_feedback`` renders the autograded notebook, in which
+the hidden tests are back in place (nbgrader issue 917): the feedback shows
+their code, and the tracebacks of failing tests quote it again. The
+``HideHiddenTests`` preprocessor, which nbgrader_config.py adds to
+``GenerateFeedback.preprocessors`` after ``GetGrades``, changes only what the
+student receives (the autograded notebook and the gradebook are untouched):
+
+- in every code cell, the region between ``### BEGIN HIDDEN TESTS`` and
+  ``### END HIDDEN TESTS`` becomes a one-line note;
+- each test cell starts its output with its result — passed or failed, and the
+  points — and an error keeps only its type and message (the assertion
+  message), not the traceback, which would quote the test's code;
+- any line of hidden-test code that still turns up in an output (a student's
+  function can print its caller's source) is blanked out.
+"""
+
+from __future__ import annotations
+
+import re
+
+from nbconvert.preprocessors import Preprocessor
+from nbformat import NotebookNode
+from traitlets import Bool, Integer, Unicode
+
+NOTE = "# (Hidden tests ran here. Their code is not shown; their result is below.)"
+REDACTED = "[hidden test code]"
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def split_hidden(source: str, begin: str, end: str):
+    """``(shown, hidden)``: the source without its hidden-test regions (each
+    replaced by NOTE, indented like its marker), and the hidden lines."""
+    shown, hidden, inside = [], [], False
+    for line in source.splitlines():
+        if not inside and begin in line:
+            inside = True
+            shown.append(line[: len(line) - len(line.lstrip())] + NOTE)
+        elif inside and end in line:
+            inside = False
+        elif inside:
+            hidden.append(line)
+        else:
+            shown.append(line)
+    return "\n".join(shown), hidden
+
+
+def _score_text(value):
+    return f"{float(value or 0):g}"
+
+
+class HideHiddenTests(Preprocessor):
+    """Remove hidden tests, and what would reveal them, from the feedback."""
+
+    enabled = Bool(True, help="nbconvert runs a preprocessor only when it is enabled.").tag(config=True)
+
+    begin_delimiter = Unicode("BEGIN HIDDEN TESTS", help="Marks the start of hidden tests.").tag(config=True)
+    end_delimiter = Unicode("END HIDDEN TESTS", help="Marks the end of hidden tests.").tag(config=True)
+    min_redacted_length = Integer(
+        8, help="Hidden lines at least this long are blanked out wherever they appear in an output."
+    ).tag(config=True)
+
+    def preprocess(self, nb, resources):
+        hidden = set()
+        public = set()
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            cell.source, lines = split_hidden(cell.source, self.begin_delimiter, self.end_delimiter)
+            hidden.update(line.strip() for line in lines if line.strip())
+            public.update(line.strip() for line in cell.source.splitlines())
+        # A line the student can see anyway (an import, a helper call) gives
+        # nothing away, nor does one without a letter or digit (a lone "}").
+        secret = [line for line in hidden - public if re.search(r"\w", line)]
+        clean = Redactor(secret, self.min_redacted_length)
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade") and not meta.get("solution"):
+                cell.outputs = self._test_outputs(cell, meta)
+            for output in cell.outputs:
+                _redact(output, clean)
+        return nb, resources
+
+    def _test_outputs(self, cell, meta):
+        """A test cell's outputs: its result, its printed output, its error message."""
+        points = meta.get("points", 0)
+        score = meta.get("score")
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        if score is None:
+            verdict = f"Needs a grader's review (worth {_score_text(points)} points)."
+        elif errors or float(score) < float(points):
+            verdict = f"Failed: {_score_text(score)} of {_score_text(points)} points."
+        else:
+            verdict = f"Passed: {_score_text(score)} of {_score_text(points)} points."
+        outputs = [NotebookNode(output_type="stream", name="stdout", text=verdict + "\n")]
+        for output in cell.outputs:
+            if output.output_type == "error":
+                message = f"{output.ename}: {output.evalue}" if output.evalue else output.ename
+                outputs.append(
+                    NotebookNode(output_type="error", ename=output.ename, evalue=output.evalue, traceback=[message])
+                )
+            else:
+                outputs.append(output)
+        return outputs
+
+
+class Redactor:
+    """Blanks out hidden lines in a text: long ones wherever they occur, short
+    ones where they make up a whole line."""
+
+    def __init__(self, lines, min_length):
+        long_lines = sorted((line for line in lines if len(line) >= min_length), key=len, reverse=True)
+        self.pattern = re.compile("|".join(map(re.escape, long_lines))) if long_lines else None
+        self.short = {line for line in lines if len(line) < min_length}
+
+    def __call__(self, text: str) -> str:
+        if self.pattern is not None:
+            text = self.pattern.sub(REDACTED, text)
+        if self.short:
+            text = "".join(
+                REDACTED + "\n" if line.strip() in self.short else line for line in text.splitlines(keepends=True)
+            )
+        return text
+
+    def finds(self, text: str) -> bool:
+        return self(text) != text
+
+
+def _redact(output, clean):
+    if output.output_type == "stream":
+        output.text = clean(output.text)
+    elif output.output_type == "error":
+        output.evalue = clean(output.evalue)
+        # Tracebacks are coloured with ANSI codes that split the code's tokens:
+        # match on the plain text, and keep only the message if anything matched.
+        if clean.finds(ANSI.sub("", "\n".join(output.traceback))):
+            output.traceback = [f"{output.ename}: {output.evalue}"]
+    elif "data" in output:
+        for mime, value in output.data.items():
+            if mime.startswith("text/") or mime.endswith("json"):
+                if isinstance(value, str):
+                    output.data[mime] = clean(value)
+                elif isinstance(value, list):
+                    output.data[mime] = [clean(v) if isinstance(v, str) else v for v in value]

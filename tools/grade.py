@@ -1,0 +1,355 @@
+"""Grade every submission of a course: autograde, feedback, grades.csv.
+
+Usage: ``python -m tools.grade [ASSIGNMENT ...] [--course FOLDER] [--jobs N]``
+(what ``make grade`` runs). Without an assignment, every assignment that has
+submissions under ``submitted/<student>/<assignment>/`` is graded. The course
+folder (default: the repository) holds ``nbgrader_config.py``, the gradebook
+and nbgrader's folders.
+
+What it does, with nbgrader's own code throughout:
+
+1. If an assignment is not yet in the gradebook, ``nbgrader
+   generate_assignment`` records it (its cells, points and hidden tests) from
+   the source folder; the student version it writes goes to a temporary folder,
+   so exercises/ is left alone.
+2. Each submission is autograded (and its feedback generated) by one of N
+   worker processes, in a private copy of the course: the submission, the
+   assignment's source and a snapshot of the gradebook. Student code runs in
+   the sandbox that nbgrader_config.py sets up. No worker writes to the real
+   gradebook, so workers cannot get in each other's way.
+3. This process alone writes the results into the real gradebook, one
+   submission at a time, exactly the fields that ``nbgrader autograde`` writes
+   (automatic scores and comments, timestamp, late penalty); manual grades and
+   comments from the formgrader are kept. It then replaces the submission's
+   ``autograded/`` and ``feedback/`` folders.
+4. ``grades.csv`` is exported (nbgrader's CSV export of the whole gradebook).
+
+Running it again regrades everything from the submissions: nothing is lost. A
+submission that fails to grade (for a reason other than its own code) keeps
+its previous results; the command then exits with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import logging
+import multiprocessing
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+from .paths import BIN, ROOT
+
+CONFIG_FILE = "nbgrader_config.py"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a course keeps things, as its nbgrader_config.py says."""
+
+    root: Path
+    source: str
+    submitted: str
+    autograded: str
+    feedback: str
+    db_url: str
+
+    @classmethod
+    def of(cls, root: Path) -> "Layout":
+        coursedir = course_directory(root)
+        return cls(
+            root=Path(root),
+            source=coursedir.source_directory,
+            submitted=coursedir.submitted_directory,
+            autograded=coursedir.autograded_directory,
+            feedback=coursedir.feedback_directory,
+            db_url=coursedir.db_url,
+        )
+
+    @property
+    def db_path(self) -> Path:
+        if not self.db_url.startswith("sqlite:///"):
+            raise SystemExit(f"make grade supports an SQLite gradebook only; this course uses {self.db_url}")
+        return Path(self.db_url[len("sqlite:///"):])
+
+    def folder(self, kind: str, student: str, assignment: str) -> Path:
+        return self.root / getattr(self, kind) / student / assignment
+
+
+def load_config(root: Path):
+    from traitlets.config.loader import PyFileConfigLoader
+
+    if not (Path(root) / CONFIG_FILE).is_file():
+        raise SystemExit(f"{root} is not a course folder: it has no {CONFIG_FILE}")
+    config = PyFileConfigLoader(CONFIG_FILE, path=str(root)).load_config()
+    config.CourseDirectory.root = str(Path(root).absolute())
+    return config
+
+
+def course_directory(root: Path, **overrides):
+    from nbgrader.coursedir import CourseDirectory
+
+    config = load_config(root)
+    for name, value in overrides.items():
+        setattr(config.CourseDirectory, name, value)
+    return CourseDirectory(config=config)
+
+
+def submissions(layout: Layout, assignments=()):
+    """[(assignment, student)] for every submission folder, sorted."""
+    base = layout.root / layout.submitted
+    found = []
+    if base.is_dir():
+        for student in sorted(p.name for p in base.iterdir() if p.is_dir()):
+            for folder in sorted(p for p in (base / student).iterdir() if p.is_dir()):
+                if (not assignments or folder.name in assignments) and any(folder.glob("*.ipynb")):
+                    found.append((folder.name, student))
+    return sorted(found)
+
+
+def nbgrader_env():
+    env = dict(os.environ)
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def record_assignment(layout: Layout, assignment: str):
+    """Make sure the gradebook knows ``assignment`` (nbgrader generate_assignment)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(layout.db_url) as gb:
+        try:
+            if gb.find_assignment(assignment).notebooks:
+                return
+        except MissingEntry:
+            pass  # (an assignment added with `nbgrader db assignment add` has no notebooks yet)
+    print(f"recording {assignment} in the gradebook (nbgrader generate_assignment)", flush=True)
+    with tempfile.TemporaryDirectory() as release:
+        proc = subprocess.run(
+            [str(BIN / "nbgrader"), "generate_assignment", assignment, "--force",
+             f"--CourseDirectory.release_directory={release}"],
+            cwd=layout.root, env=nbgrader_env(), text=True, capture_output=True,
+        )
+    if proc.returncode != 0:
+        raise SystemExit(f"nbgrader generate_assignment {assignment} failed:\n{proc.stdout}{proc.stderr}")
+
+
+def snapshot_gradebook(layout: Layout, target: Path):
+    """A consistent copy of the gradebook (SQLite's backup API)."""
+    source = sqlite3.connect(layout.db_path)
+    copy = sqlite3.connect(target)
+    try:
+        with copy:
+            source.backup(copy)
+    finally:
+        source.close()
+        copy.close()
+
+
+# --- the workers ------------------------------------------------------------
+
+
+def grade_in_private_course(course_root: str, assignment: str, student: str, snapshot: str, workdir: str):
+    """Autograde one submission and generate its feedback in a private copy of
+    the course under ``workdir``. Runs in a worker process. Returns a dict:
+    success, log, seconds."""
+    start = time.monotonic()
+    layout = Layout.of(Path(course_root))
+    private = Path(workdir)
+    shutil.copy(layout.root / CONFIG_FILE, private / CONFIG_FILE)
+    source = layout.root / layout.source / assignment
+    if source.is_dir():  # autograde copies its other files (data, helpers) next to the notebook
+        shutil.copytree(source, private / layout.source / assignment)
+    shutil.copytree(
+        layout.folder("submitted", student, assignment), private / layout.submitted / student / assignment
+    )
+    shutil.copy(snapshot, private / "gradebook.db")
+
+    log = io.StringIO()
+    handler = logging.StreamHandler(log)
+    handler.setFormatter(logging.Formatter("[%(levelname)s] %(message)s"))
+    logger = logging.getLogger("traitlets")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    success = True
+    try:
+        from nbgrader.converters import Autograde, GenerateFeedback
+
+        for converter_class in (Autograde, GenerateFeedback):
+            coursedir = course_directory(
+                private, db_url=f"sqlite:///{private / 'gradebook.db'}"
+            )
+            coursedir.assignment_id = assignment
+            coursedir.student_id = student
+            converter = converter_class(coursedir=coursedir, config=coursedir.config)
+            converter.force = True
+            converter.start()
+    except BaseException:  # noqa: BLE001 - reported to the caller, who keeps the old results
+        success = False
+        log.write(traceback.format_exc())
+    finally:
+        logger.removeHandler(handler)
+    return {"success": success, "log": log.getvalue(), "seconds": time.monotonic() - start}
+
+
+# --- the single writer ------------------------------------------------------
+
+
+def merge_results(layout: Layout, private: Path, assignment: str, student: str):
+    """Copy one graded submission from its private course into the course:
+    what autograde writes to the gradebook, then its autograded/ and feedback/."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{private / 'gradebook.db'}") as src, Gradebook(layout.db_url) as dst:
+        graded = src.find_submission(assignment, student)
+        person = graded.student
+        dst.update_or_create_student(
+            student, first_name=person.first_name, last_name=person.last_name,
+            email=person.email, lms_user_id=person.lms_user_id,
+        )
+        if graded.timestamp is not None:
+            dst.update_or_create_submission(assignment, student, timestamp=graded.timestamp)
+        else:
+            dst.update_or_create_submission(assignment, student)
+        for notebook in graded.notebooks:
+            target = dst.find_submission_notebook(notebook.name, assignment, student)
+            target.late_submission_penalty = notebook.late_submission_penalty
+            for grade in notebook.grades:
+                row = dst.find_grade(grade.name, notebook.name, assignment, student)
+                row.auto_score = grade.auto_score
+                # nbgrader's rule (SaveAutoGrades), with the manual score as it is now.
+                row.needs_manual_grade = row.manual_score is not None or grade.auto_score is None
+            for comment in notebook.comments:
+                row = dst.find_comment(comment.name, notebook.name, assignment, student)
+                row.auto_comment = comment.auto_comment
+        dst.db.commit()
+        score, max_score = graded.score, graded.max_score
+    for kind in ("autograded", "feedback"):
+        new = private / getattr(layout, kind) / student / assignment
+        old = layout.folder(kind, student, assignment)
+        if new.is_dir():
+            replace_folder(new, old)
+    return score, max_score
+
+
+def replace_folder(new: Path, old: Path):
+    old.parent.mkdir(parents=True, exist_ok=True)
+    staging = old.parent / f".{old.name}.new"
+    _rmtree(staging)
+    shutil.copytree(new, staging)
+    _rmtree(old)
+    staging.rename(old)
+
+
+def _rmtree(path: Path):
+    """Remove a folder, including nbgrader's read-only files."""
+
+    def make_writable_and_retry(function, name, _):
+        os.chmod(os.path.dirname(name), 0o755)
+        function(name)
+
+    if path.exists():
+        shutil.rmtree(path, onerror=make_writable_and_retry)
+
+
+def export_grades(layout: Layout):
+    """grades.csv in the course folder: nbgrader's CSV export of the gradebook."""
+    from nbgrader.api import Gradebook
+    from nbgrader.plugins import CsvExportPlugin
+
+    plugin = CsvExportPlugin(config=load_config(layout.root))
+    plugin.to = str(layout.root / "grades.csv")
+    with Gradebook(layout.db_url) as gb:
+        plugin.export(gb)
+    return layout.root / "grades.csv"
+
+
+def default_jobs():
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
+    """Grade a course; return the number of submissions that failed to grade."""
+    os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+    # nbgrader's gradebook code trips SQLAlchemy 2's warnings; they say nothing about the grades.
+    warnings.filterwarnings("ignore", module="nbgrader")
+    warnings.filterwarnings("ignore", message=".*not in session.*")
+    # nbgrader_config.py finds tools/ next to the venv; make it importable here too.
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    layout = Layout.of(Path(course).absolute())
+    todo = submissions(layout, assignments)
+    jobs = max(1, int(jobs or default_jobs()))
+    if not todo:
+        wanted = " or ".join(assignments) or "any assignment"
+        print(f"nothing to grade: no submission of {wanted} under "
+              f"{layout.root / layout.submitted}/<student>/<assignment>/", file=out)
+        return 0
+    print(f"grading {len(todo)} submission(s) in {layout.root} with {jobs} worker(s)", file=out, flush=True)
+    for assignment in sorted({a for a, _ in todo}):
+        record_assignment(layout, assignment)
+
+    failures = 0
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="nbgrader-grade-") as staging:
+        staging = Path(staging)
+        snapshot = staging / "gradebook.db"
+        snapshot_gradebook(layout, snapshot)
+        # fork: the workers start with nbgrader already imported.
+        import nbgrader.converters  # noqa: F401
+
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            futures = {}
+            for assignment, student in todo:
+                private = staging / f"{assignment}--{student}"
+                private.mkdir()
+                future = pool.submit(
+                    grade_in_private_course, str(layout.root), assignment, student, str(snapshot), str(private)
+                )
+                futures[future] = (assignment, student, private)
+            for future in as_completed(futures):
+                assignment, student, private = futures[future]
+                try:
+                    result = future.result()
+                except Exception:  # noqa: BLE001 - a worker that died
+                    result = {"success": False, "log": traceback.format_exc(), "seconds": 0.0}
+                if result["success"]:
+                    score, max_score = merge_results(layout, private, assignment, student)
+                    print(
+                        f"  {assignment}  {student}: {score:g} / {max_score:g}  ({result['seconds']:.1f} s)",
+                        file=out, flush=True,
+                    )
+                else:
+                    failures += 1
+                    print(f"  {assignment}  {student}: NOT GRADED, previous results kept\n{result['log']}",
+                          file=out, flush=True)
+                _rmtree(private)
+    csv = export_grades(layout)
+    elapsed = time.monotonic() - started
+    print(f"graded {len(todo) - failures} of {len(todo)} in {elapsed:.1f} s; feedback in "
+          f"{layout.root / layout.feedback}; grades exported to {csv}", file=out, flush=True)
+    return failures
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("assignments", nargs="*", help="assignments to grade (default: all with submissions)")
+    parser.add_argument("--course", default=str(ROOT), help="the course folder (default: the repository)")
+    parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: number of cores)")
+    args = parser.parse_args(argv)
+    return 1 if grade(Path(args.course), args.assignments, args.jobs) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

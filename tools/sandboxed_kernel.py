@@ -1,0 +1,201 @@
+"""nbgrader's autograde with every notebook's kernel in the sandbox of tools/sandbox.py.
+
+nbgrader_config.py puts ``SandboxedExecute`` in place of nbgrader's ``Execute``
+preprocessor, so every ``nbgrader autograde`` of this course — by ``make
+grade``, by hand, or from the formgrader — runs student code this way:
+
+- ``SandboxedKernelManager`` starts the kernel inside bubblewrap: the kernel
+  sees a read-only system and Python, writes only to the submission's own
+  folder, has no network and limits on memory and CPU time. It talks to
+  nbgrader over unix sockets (ZeroMQ's ``ipc`` transport) in a private folder
+  bound into the sandbox, since TCP cannot cross the sandbox's empty network.
+- ``SandboxedExecute`` keeps grading when the kernel dies (``os._exit``, CPU
+  limit) or stops answering (an endless loop that ignores interrupts): the cell
+  that was running and every later cell score 0 with a message that says why,
+  cells before keep their points, and the next submission is graded as usual.
+  A whole notebook also has a wall-clock budget.
+
+Settings (nbgrader_config.py): ``c.SandboxedKernelManager.memory_bytes``,
+``c.SandboxedKernelManager.cpu_seconds``, ``c.SandboxedExecute.notebook_timeout``,
+and nbgrader's own ``c.Execute.timeout`` (seconds per cell).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import time
+from pathlib import Path
+from queue import Empty
+
+from jupyter_client.manager import AsyncKernelManager
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbclient.util import run_sync
+from nbformat import NotebookNode
+from traitlets import Integer
+
+from nbgrader.preprocessors import Execute
+
+from . import sandbox
+
+
+class SandboxedKernelManager(AsyncKernelManager):
+    """A kernel manager that starts the kernel inside the bubblewrap sandbox,
+    with the kernel's working folder (the submission's) as its only writable
+    place."""
+
+    memory_bytes = Integer(
+        2 * 1024**3, help="Address space each process of the kernel may use, in bytes."
+    ).tag(config=True)
+    cpu_seconds = Integer(
+        120, help="CPU seconds the kernel may use over the whole notebook; then it is stopped."
+    ).tag(config=True)
+
+    _private = None  # this kernel's connection file, sockets and home folder
+
+    async def _async_pre_start_kernel(self, **kw):
+        sandbox.check_available()
+        self._remove_private()
+        # Short path: a unix socket's path is limited to about 100 characters.
+        self._private = Path(tempfile.mkdtemp(prefix="nbg-kernel-"))
+        home = self._private / "home"
+        home.mkdir()
+        self.transport = "ipc"
+        self.connection_file = str(self._private / "connection.json")
+        self.ip = str(self._private / "socket")
+        # The kernel is not a direct child of ours: interrupt it with a message,
+        # which ipykernel turns into SIGINT inside the sandbox.
+        self.kernel_spec.interrupt_mode = "message"
+        cmd, kw = await super()._async_pre_start_kernel(**kw)
+        workdir = Path(kw.get("cwd") or os.getcwd())
+        env = sandbox.sandbox_env(
+            kw.get("env") or os.environ,
+            HOME=home,
+            IPYTHONDIR=home / ".ipython",
+            MPLCONFIGDIR=home / "matplotlib",
+            PATH=f"{Path(cmd[0]).absolute().parent}:{sandbox.DEFAULT_ENV['PATH']}",
+            # Inside the sandbox's PID namespace the kernel's parent is PID 1;
+            # "1" tells ipykernel not to watch its parent (bwrap does that).
+            JPY_PARENT_PID=1,
+        )
+        cmd = sandbox.sandboxed_command(
+            cmd,
+            workdir,
+            memory_bytes=self.memory_bytes,
+            cpu_seconds=self.cpu_seconds,
+            writable=[self._private],
+            env=env,
+        )
+        return cmd, kw
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if not restart:
+            self._remove_private()
+
+    # nbclient calls the public name, which the base class bound to its own method.
+    cleanup_resources = _async_cleanup_resources
+
+    def _remove_private(self):
+        if self._private is not None:
+            shutil.rmtree(self._private, ignore_errors=True)
+            self._private = None
+
+    def exit_status(self):
+        """The sandbox's exit status once the kernel has stopped, else None."""
+        process = getattr(self.provisioner, "process", None)
+        return None if process is None else process.poll()
+
+    def describe_exit(self):
+        """Why the kernel stopped, in words for the student and the grader."""
+        status = self.exit_status()
+        if status == 128 + signal.SIGXCPU:
+            return f"it used up its CPU time limit of {self.cpu_seconds} s"
+        if status in (128 + signal.SIGKILL, -signal.SIGKILL):
+            return "it was killed: out of CPU time or memory"
+        if status is None:
+            return "it stopped answering"
+        return f"it exited with status {status}, for example through os._exit() or a crash"
+
+
+def error_output(ename, evalue):
+    """An error output, as a kernel would send it: the cell scores 0."""
+    return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
+
+
+UNSTOPPABLE = "This cell ran past its time limit of {} s and did not stop when interrupted."
+
+
+class SandboxedExecute(Execute):
+    """nbgrader's Execute preprocessor with the sandboxed kernel, and grading
+    that survives a kernel that dies or hangs."""
+
+    notebook_timeout = Integer(
+        300, help="Wall-clock seconds for a whole notebook; cells after that do not run and score 0."
+    ).tag(config=True)
+    recover_timeout = Integer(
+        10, help="Seconds a kernel has to answer again after a timed-out cell was interrupted."
+    ).tag(config=True)
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
+        super().__init__(**kwargs)
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._stopped = None  # why the remaining cells do not run, once the kernel is gone
+        self._deadline = time.monotonic() + self.notebook_timeout
+        return super().preprocess(nb, resources, km)
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code" or not cell.source.strip():
+            return super().preprocess_cell(cell, resources, index)
+        if self._stopped is None and time.monotonic() > self._deadline:
+            self._stop(f"the notebook used up its time limit of {self.notebook_timeout} s")
+        if self._stopped is not None:
+            cell.outputs = [error_output("NotRun", f"This cell did not run: {self._stopped}.")]
+            return cell, resources
+        try:
+            cell, resources = super().preprocess_cell(cell, resources, index)
+        except DeadKernelError:
+            why = self.km.describe_exit() if hasattr(self.km, "describe_exit") else "it died"
+            self.log.warning("The kernel stopped while running cell %d: %s", index, why)
+            cell.outputs.append(
+                error_output("KernelDied", f"The notebook's Python process stopped while running this cell: {why}.")
+            )
+            self._stopped = f"the notebook's Python process had stopped in an earlier cell ({why})"
+            return cell, resources
+        except CellTimeoutError:
+            # Interrupted after its time limit, the kernel never went idle again.
+            cell.outputs.append(error_output("CellTimeoutError", UNSTOPPABLE.format(self.timeout)))
+            self._stop("an earlier cell ran past its time limit and did not stop when interrupted")
+            return cell, resources
+        timed_out = any(o.get("ename") == self.error_on_timeout.get("ename") for o in cell.outputs)
+        if timed_out and not self._responds():
+            self._stop("an earlier cell ran past its time limit and did not stop when interrupted")
+        return cell, resources
+
+    def _stop(self, reason):
+        self.log.warning("Stopping the kernel: %s", reason)
+        self._stopped = reason
+        try:
+            run_sync(self.km.shutdown_kernel)(now=True)
+        except Exception:  # already gone
+            pass
+
+    def _responds(self):
+        return run_sync(self._async_responds)()
+
+    async def _async_responds(self):
+        """True if the kernel answers a kernel_info request within recover_timeout."""
+        msg_id = self.kc.kernel_info()
+        deadline = time.monotonic() + self.recover_timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                msg = await self.kc.shell_channel.get_msg(timeout=left)
+            except Empty:
+                return False
+            if msg["parent_header"].get("msg_id") == msg_id:
+                return True
+        return False
