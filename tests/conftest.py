@@ -1,10 +1,12 @@
-"""Shared fixtures: the grading runs are expensive, so each assignment is
-autograded once per test session and every test reads the result."""
+"""Shared fixtures for expensive set-ups, each done once per test session: the
+book is built once (test_book.py and test_site.py read it), and each assignment
+is autograded once and every test reads the result."""
 
 import json
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -12,13 +14,28 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tools.book import build  # noqa: E402
 from tools.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code  # noqa: E402
 from tools.paths import BIN, ROOT, SOLUTIONS, WRONG_IMPLEMENTATIONS  # noqa: E402
+from tools.sandbox import SandboxUnavailable, check_available  # noqa: E402
 
 # Every nbgrader call needs the venv's `alembic` on PATH.
 os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
 
+# The grading tests (wrong implementations lose points, feedback, make grade)
+# are about scores, not the sandbox: on a machine without bubblewrap they run
+# on stock nbgrader execution, and test_sandbox.py skips saying what to
+# install. CI installs bubblewrap (.ci/run) and runs everything sandboxed.
+try:
+    check_available()
+except SandboxUnavailable:
+    if os.environ.get("CI") != "true":
+        os.environ["GRADING_SANDBOX"] = "off"
+
 REPORT_DIR = ROOT / "_build" / "grading-report"
+# Written by test_site.py: each page's load time and size (printed if this session wrote it).
+SITE_REPORT = ROOT / "_build" / "site-report.md"
+SESSION = {"start": 0.0}
 
 
 def wrong_implementations(assignment):
@@ -64,6 +81,14 @@ class GradedAssignment:
 
 
 @pytest.fixture(scope="session")
+def book():
+    """The site, built into _build/html once per session as `make book` builds it."""
+    result = build(capture=True)
+    assert result.returncode == 0, f"the book did not build:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+    return result
+
+
+@pytest.fixture(scope="session")
 def graded(tmp_path_factory):
     """graded(assignment) -> GradedAssignment, computed once per session."""
     cache = {}
@@ -77,7 +102,12 @@ def graded(tmp_path_factory):
 
 
 def pytest_terminal_summary(terminalreporter):
-    """Print the points each known-wrong implementation lost, for the record."""
+    """Print, for the record, each page's load time and size, and the points each
+    known-wrong implementation lost."""
+    if SITE_REPORT.is_file() and SITE_REPORT.stat().st_mtime >= SESSION["start"]:
+        terminalreporter.section("site report (_build/site-report.md)")
+        for line in SITE_REPORT.read_text().splitlines():
+            terminalreporter.write_line(line)
     if not REPORT_DIR.is_dir():
         return
     for path in sorted(REPORT_DIR.glob("*.json")):
@@ -89,3 +119,4 @@ def pytest_terminal_summary(terminalreporter):
 
 def pytest_sessionstart(session):
     shutil.rmtree(REPORT_DIR, ignore_errors=True)
+    SESSION["start"] = time.time()
