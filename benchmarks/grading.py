@@ -12,15 +12,19 @@ grades.csv.
   `nbgrader autograde`, `nbgrader generate_feedback`, `nbgrader export`, with
   nbgrader's own Execute and feedback preprocessors (no sandbox);
 - make grade: `make grade COURSE=...` with JOBS=1 and with JOBS=N (default:
-  the number of cores), sandboxed.
+  the number of cores), sandboxed, without verification (GRADING_VERIFY=off);
+- make grade JOBS=N as instructors run it: with every grade verified outside
+  the notebook (tools/verify.py, integrity.csv), to measure what that adds.
 
 It prints notebooks per second side by side and checks that every submission
-gets exactly the same score in every cell from all three.
+gets exactly the same score in every cell from all runs, and that verification
+flags none of these honest submissions.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import itertools
 import os
 import subprocess
@@ -93,9 +97,9 @@ def new_course(folder: Path, assignment: str, submissions, extra_config=""):
     return course
 
 
-def timed(command, cwd):
+def timed(command, cwd, env=None):
     start = time.perf_counter()
-    proc = subprocess.run(command, cwd=cwd, text=True, capture_output=True)
+    proc = subprocess.run(command, cwd=cwd, text=True, capture_output=True, env=env)
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(map(str, command))} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
@@ -129,11 +133,22 @@ def main(argv=None):
         runs["stock nbgrader (sequential)"] = (seconds, cell_scores(stock, assignment))
         print(f"  stock nbgrader: {seconds:.1f} s", flush=True)
 
+        without_verification = {**os.environ, "GRADING_VERIFY": "off"}
         for jobs in sorted({1, args.jobs}):
             course = new_course(tmp / f"make-grade-{jobs}", assignment, submissions)
-            seconds = timed(["make", "--no-print-directory", "grade", f"COURSE={course.root}", f"JOBS={jobs}"], ROOT)
+            seconds = timed(["make", "--no-print-directory", "grade", f"COURSE={course.root}", f"JOBS={jobs}"], ROOT,
+                            env=without_verification)
             runs[f"make grade JOBS={jobs}"] = (seconds, cell_scores(course, assignment))
             print(f"  make grade JOBS={jobs}: {seconds:.1f} s", flush=True)
+
+        course = new_course(tmp / "make-grade-verified", assignment, submissions)
+        verified = timed(["make", "--no-print-directory", "grade", f"COURSE={course.root}", f"JOBS={args.jobs}"], ROOT)
+        name = f"make grade JOBS={args.jobs}, verified"
+        runs[name] = (verified, cell_scores(course, assignment))
+        with open(course.root / "integrity.csv", newline="") as f:
+            integrity = list(csv.DictReader(f))
+        flagged = [row["student_id"] for row in integrity if row["flagged"] != "no"]
+        print(f"  {name}: {verified:.1f} s", flush=True)
 
     baseline_seconds, baseline = runs["stock nbgrader (sequential)"]
     print()
@@ -151,6 +166,13 @@ def main(argv=None):
                     print(f"{name}: {student}: {scores.get(student)} != stock {baseline[student]}")
         return 1
     print("\nEvery submission got the same score in every cell from all runs.")
+    graded = runs[f"make grade JOBS={args.jobs}"][0]
+    print(f"Verification outside the notebook adds {100 * (verified - graded) / graded:.0f} % to make grade "
+          f"JOBS={args.jobs} ({graded:.1f} s without, {verified:.1f} s with); it verified {len(integrity)} "
+          f"submissions and flagged {len(flagged)}.")
+    if len(integrity) != n or flagged:
+        print(f"Expected {n} verified and none flagged; flagged: {flagged}")
+        return 1
     return 0
 
 

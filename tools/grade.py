@@ -23,6 +23,9 @@ What it does, with nbgrader's own code throughout:
    comments from the formgrader are kept. It then replaces the submission's
    ``autograded/`` and ``feedback/`` folders.
 4. ``grades.csv`` is exported (nbgrader's CSV export of the whole gradebook).
+5. Every submission is verified outside its notebook (``tools/verify.py``,
+   instructor/integrity.md) and ``integrity.csv`` written; flagged submissions
+   are listed. ``GRADING_VERIFY=off`` skips this step.
 
 Running it again regrades everything from the submissions: nothing is lost. A
 submission that fails to grade (for a reason other than its own code) keeps
@@ -339,6 +342,10 @@ def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
     elapsed = time.monotonic() - started
     print(f"graded {len(todo) - failures} of {len(todo)} in {elapsed:.1f} s; feedback in "
           f"{layout.root / layout.feedback}; grades exported to {csv}", file=out, flush=True)
+    if os.environ.get("GRADING_VERIFY", "on") != "off":
+        from .verify import verify
+
+        verify(layout.root, todo, jobs=jobs, out=out)
     return failures
 
 

@@ -1,0 +1,307 @@
+"""Promise: grades that student code cannot fake.
+
+nbgrader runs the hidden tests in the student's own Python process, so a
+submission can defeat them: replace ``numpy.testing.assert_allclose`` or
+``torch.testing.assert_close``, swallow exceptions, return objects that lie
+when compared or converted, or memorise the answers. `make grade` therefore
+verifies every submission outside its kernel (tools/verify.py): the student's
+solution cells run in a fresh sandboxed process, on inputs drawn afresh for
+each run, and only plain numbers come back to be compared with the grader's
+own references.
+
+- Calibration: no honest submission is flagged. The solution, the untouched
+  release and every realistic wrong answer of tests/wrong_implementations/
+  get, in every test cell, at least the points nbgrader gave them.
+- Attacks: every submission of tests/adversarial/ (same format as the wrong
+  implementations), graded by `make grade` together with honest ones
+  (correct, partly wrong, blank, crashing), is flagged, or verification gives
+  0 to the test cell after each cell it replaced. No honest submission is
+  flagged, and every honest grade is what it is without the attackers.
+- What crosses the sandbox is plain data: no pickle, no link, nothing
+  oversized is read; no hidden test and no solution goes in.
+"""
+
+import csv
+import io
+import json
+import os
+import re
+import shutil
+
+import nbformat
+import numpy as np
+import pytest
+
+from tests.conftest import wrong_implementations
+from tools.nbgrader_course import Course, fill_release, hidden_lines, read_wrong_implementation, solution_code
+from tools.paths import EXERCISES, ROOT, SOLUTIONS, assignments
+from tools.sandbox import SandboxUnavailable, check_available
+from tools.verification.probes import BadResult, ResultsFolder
+from tools.verify import CSV_COLUMNS, load_spec, prepare, program, source_steps, verify
+
+ADVERSARIAL = ROOT / "tests" / "adversarial"
+ATTACKS = [(a, path) for a in assignments() for path in sorted((ADVERSARIAL / a).glob("*.py"))]
+HONEST_KINDS = ("correct", "partly-wrong", "blank", "crashing")
+
+
+def require_sandbox():
+    try:
+        check_available()
+    except SandboxUnavailable as error:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must run the integrity tests: {error}")
+        pytest.skip(f"{error}; then run these tests again")
+
+
+def notebook(assignment):
+    return SOLUTIONS / assignment / f"{assignment}.ipynb"
+
+
+def attacked_cells(assignment, solution_ids):
+    """The test cell that follows each replaced solution cell in the notebook."""
+    steps, _, _ = source_steps(notebook(assignment))
+    cells = set()
+    for solution_id in solution_ids:
+        index = next(i for i, s in enumerate(steps) if s.kind == "student" and s.name == solution_id)
+        cells.add(next(s.name for s in steps[index:] if s.kind == "check"))
+    return cells
+
+
+# --- the checks match the notebooks --------------------------------------------
+
+
+@pytest.mark.parametrize("assignment", assignments())
+def test_every_graded_test_cell_has_a_check(assignment):
+    spec = load_spec(assignment)
+    assert spec is not None, f"tools/verification/{assignment}.py is missing"
+    _, points, _ = source_steps(notebook(assignment))
+    assert list(spec.CHECKS) == list(points), "the checks must follow the notebook's test cells, in order"
+
+
+@pytest.mark.parametrize("assignment", assignments())
+def test_no_hidden_test_or_solution_enters_the_sandbox(assignment, tmp_path):
+    """The program and inputs of an untouched release hold no line of the hidden tests or solutions."""
+    prepared = prepare(assignment, notebook(assignment), 1234, tmp_path)
+    release = EXERCISES / assignment / f"{assignment}.ipynb"
+    cells = {gid: cell.source for cell in nbformat.read(release, as_version=4).cells
+             if (gid := cell.metadata.get("nbgrader", {}).get("grade_id")) in prepared.solution_ids}
+    sent = json.dumps(program(prepared, cells))
+    leaked = [line for line in hidden_lines(notebook(assignment)) if line in sent]
+    assert not leaked, f"the sandbox would see protected lines: {leaked[:3]}"
+
+
+@pytest.mark.parametrize("assignment", assignments())
+def test_inputs_are_fresh_for_each_seed_and_repeatable(assignment, tmp_path):
+    def inputs(seed, folder):
+        prepared = prepare(assignment, notebook(assignment), seed, tmp_path / folder)
+        return {p.name: np.load(p) for p in sorted(prepared.inputs.glob("*.npy"))}
+
+    first, again, other = inputs(1, "a"), inputs(1, "b"), inputs(2, "c")
+    assert first.keys() == again.keys() and all(np.array_equal(first[k], again[k]) for k in first)
+    assert any(not np.array_equal(first[k], other[k]) for k in first if first[k].dtype.kind == "f")
+
+
+# --- what comes back is read as plain data ---------------------------------------
+
+
+@pytest.fixture
+def results(tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    return folder
+
+
+def test_results_refuse_pickles(results):
+    np.save(results / "step-0-0.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with ResultsFolder(results) as folder, pytest.raises(BadResult, match="not a valid .npy"):
+        folder.array("step-0-0.npy")
+
+
+def test_results_refuse_links_and_odd_names(results, tmp_path):
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"probes": []}')
+    (results / "step-0.json").symlink_to(secret)
+    os.mkfifo(results / "step-1.json")
+    with ResultsFolder(results) as folder:
+        with pytest.raises(BadResult):
+            folder.step(0)
+        with pytest.raises(BadResult, match="not a regular file"):
+            folder.step(1)
+        with pytest.raises(BadResult, match="bad array file name"):
+            folder.array("../secret.npy")
+
+
+def test_results_refuse_oversized_files(results):
+    with open(results / "step-0.json", "wb") as f:
+        f.truncate(64 * 1024**2)
+    with ResultsFolder(results) as folder, pytest.raises(BadResult, match="more than the limit"):
+        folder.step(0)
+
+
+def test_results_refuse_arrays_of_other_dtypes(results):
+    np.save(results / "step-0-0.npy", np.array(["text"]))
+    with ResultsFolder(results) as folder, pytest.raises(BadResult, match="dtype"):
+        folder.array("step-0-0.npy")
+
+
+# --- calibration: honest code is never flagged -----------------------------------
+
+
+@pytest.mark.parametrize("assignment", assignments())
+def test_no_honest_submission_is_flagged(graded, assignment):
+    """The solution, the untouched release and every wrong implementation, as
+    graded by nbgrader (the `graded` fixture), verified with a fresh seed."""
+    require_sandbox()
+    course = graded(assignment).course
+    out = io.StringIO()
+    verdicts = {v.student: v for v in verify(course.root, assignments=[assignment], out=out)}
+    seed = re.search(r"VERIFY_SEED=(\d+)", out.getvalue()).group(1)
+    assert set(verdicts) == set(course.scores(assignment)), out.getvalue()
+    stricter = {
+        student: [f"{c.grade_id}: nbgrader {c.nbgrader:g}, verified {c.verified:g} ({c.why})"
+                  for c in v.cells if c.nbgrader > c.verified]
+        for student, v in verdicts.items() if v.flagged
+    }
+    assert not stricter, f"verification is stricter than the hidden tests (VERIFY_SEED={seed}): {stricter}"
+    assert verdicts["solution"].verified_score == verdicts["solution"].max_score
+    assert verdicts["untouched-release"].verified_score == 0
+
+
+# --- attacks, graded by make grade next to honest submissions --------------------
+
+
+def honest_submissions(assignment):
+    """{student: notebook}: correct, partly wrong, blank and crashing."""
+    release = EXERCISES / assignment / f"{assignment}.ipynb"
+    answers = solution_code(notebook(assignment))
+    wrong = read_wrong_implementation(wrong_implementations(assignment)[0])[1]
+    ids = list(answers)
+    crashing = dict(answers)
+    crashing[ids[1]] = "answer = undefined_name + 1\n" + answers[ids[1]]  # a NameError at the top of a cell
+    crashing[ids[-1]] = "import os\nos._exit(3)\n"  # the notebook's Python process dies here
+    return {
+        "correct": fill_release(release, answers),
+        "partly-wrong": fill_release(release, {**answers, **wrong}),
+        "blank": nbformat.read(release, as_version=4),
+        "crashing": fill_release(release, crashing),
+    }
+
+
+def attack_name(path):
+    return "attack-" + path.stem.replace("_", "-")
+
+
+def grade_course(root, with_attacks, verify_too=True):
+    """A course of all assignments graded by make grade's entry point; returns
+    what it printed, the scores and integrity.csv's rows."""
+    from tools.grade import grade
+
+    course = Course(root, assignments())
+    for assignment in assignments():
+        for kind, nb in honest_submissions(assignment).items():
+            course.submit(f"{assignment[:4]}-{kind}", assignment, nb)
+        if with_attacks:
+            release = EXERCISES / assignment / f"{assignment}.ipynb"
+            answers = solution_code(notebook(assignment))
+            for a, path in ATTACKS:
+                if a == assignment:
+                    cells = read_wrong_implementation(path)[1]
+                    course.submit(attack_name(path), assignment, fill_release(release, {**answers, **cells}))
+    out = io.StringIO()
+    environ = dict(os.environ)
+    if not verify_too:
+        os.environ["GRADING_VERIFY"] = "off"
+    try:
+        failures = grade(root, jobs=None, out=out)
+    finally:
+        os.environ.clear()
+        os.environ.update(environ)
+    rows = {}
+    if (root / "integrity.csv").is_file():
+        with open(root / "integrity.csv", newline="") as f:
+            reader = csv.DictReader(f)
+            assert reader.fieldnames == CSV_COLUMNS
+            rows = {(r["assignment"], r["student_id"]): r for r in reader}
+    scores = {a: course.scores(a) for a in assignments()}
+    return {"course": course, "out": out.getvalue(), "failures": failures, "scores": scores, "rows": rows}
+
+
+@pytest.fixture(scope="module")
+def attacked(tmp_path_factory):
+    require_sandbox()
+    return grade_course(tmp_path_factory.mktemp("integrity-attacked"), with_attacks=True)
+
+
+@pytest.fixture(scope="module")
+def honest_alone(tmp_path_factory):
+    require_sandbox()
+    return grade_course(tmp_path_factory.mktemp("integrity-honest"), with_attacks=False, verify_too=False)
+
+
+def test_make_grade_verifies_every_submission(attacked):
+    assert attacked["failures"] == 0, attacked["out"]
+    graded = {(a, s) for a, scores in attacked["scores"].items() for s in scores}
+    assert set(attacked["rows"]) == graded, attacked["out"]
+    assert "VERIFY_SEED=" in attacked["out"]
+
+
+@pytest.mark.parametrize("assignment, path", ATTACKS, ids=[f"{a}-{p.stem}" for a, p in ATTACKS])
+def test_attack_is_flagged_or_scores_nothing(attacked, assignment, path, tmp_path):
+    description, cells = read_wrong_implementation(path)
+    student = attack_name(path)
+    row = attacked["rows"][(assignment, student)]
+    if row["flagged"] == "yes":
+        assert float(row["verified_score"]) < float(row["nbgrader_score"]) and row["reason"], row
+        return
+    targets = attacked_cells(assignment, cells)
+    # Not flagged: verification itself must give the attacked cells nothing.
+    # Repeat the run's verification for this one submission, with its seed.
+    seed = re.search(r"VERIFY_SEED=(\d+)", attacked["out"]).group(1)
+    root = attacked["course"].root
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns("autograded", "feedback"))
+    (verdict,) = verify(copy, todo=[(assignment, student)], seed=seed, out=io.StringIO())
+    assert f"{verdict.verified_score:g}" == row["verified_score"], "the logged seed does not repeat the run"
+    earned = {c.grade_id: c.verified for c in verdict.cells if c.grade_id in targets and c.verified > 0}
+    assert not earned, f"'{description}' earned verified points on {earned} and was not flagged: {row}"
+
+
+def test_no_honest_submission_is_flagged_next_to_attackers(attacked):
+    flagged = {key: row["reason"] for key, row in attacked["rows"].items()
+               if not key[1].startswith("attack-") and row["flagged"] != "no"}
+    assert not flagged, flagged
+
+
+def test_honest_grades_are_the_same_without_attackers(attacked, honest_alone):
+    assert honest_alone["failures"] == 0, honest_alone["out"]
+    for assignment, scores in honest_alone["scores"].items():
+        for student, result in scores.items():
+            assert attacked["scores"][assignment][student]["cells"] == result["cells"], (
+                f"{assignment} {student}: the attackers changed this grade"
+            )
+    assert any(row["verified_score"] != "0" for key, row in attacked["rows"].items() if "correct" in key[1])
+
+
+def test_crashing_submission_keeps_the_points_before_the_crash(attacked):
+    for assignment in assignments():
+        row = attacked["rows"][(assignment, f"{assignment[:4]}-crashing")]
+        assert float(row["nbgrader_score"]) > 0 and row["flagged"] == "no", row
+        assert float(row["verified_score"]) >= float(row["nbgrader_score"]), row
+
+
+def test_attacks_leave_other_students_files_alone(attacked):
+    root = attacked["course"].root
+    for assignment in assignments():
+        for kind, nb in honest_submissions(assignment).items():
+            path = root / "submitted" / f"{assignment[:4]}-{kind}" / assignment / f"{assignment}.ipynb"
+            assert nbformat.read(path, as_version=4).cells == nb.cells, f"{path} was changed"
+            feedback = root / "feedback" / f"{assignment[:4]}-{kind}" / assignment / f"{assignment}.html"
+            assert feedback.is_file(), f"{feedback} is missing"
+
+
+def test_make_grade_lists_flagged_submissions(attacked):
+    flagged = [key for key, row in attacked["rows"].items() if row["flagged"] == "yes"]
+    assert flagged, "no attack was flagged"
+    table = attacked["out"].split("FLAGGED", 1)[-1]
+    for assignment, student in flagged:
+        assert re.search(rf"{re.escape(assignment)}\s+{re.escape(student)}\s", table), (assignment, student)

@@ -1,0 +1,534 @@
+"""Verify every graded submission outside its notebook's kernel.
+
+Usage: ``python -m tools.verify [ASSIGNMENT ...] [--course FOLDER] [--jobs N] [--seed S]``.
+``make grade`` runs it after grading (``tools.grade``); run it alone to verify
+again what the gradebook holds.
+
+nbgrader runs the hidden tests in the same Python process as the student's
+code, so that code can defeat them (replace ``torch.allclose``, swallow
+exceptions, return objects that lie when compared). Verification trusts
+nothing that runs there:
+
+1. For each assignment, ``tools/verification/<assignment>.py`` builds one
+   *check* per graded test cell from this run's seed (fresh random each run;
+   printed, and ``--seed`` or ``VERIFY_SEED`` repeats a run): the inputs, the
+   probes that call the student's functions and classes on them, and, computed
+   here, the reference outputs.
+2. For each submission, a fresh Python process in the sandbox
+   (``tools.sandbox``) runs, in the notebook's order, the locked set-up cells
+   of the course's source notebook, the student's solution cells (found by
+   grade_id; none of the student's copies of locked or test cells) and the
+   probes (``tools/verification/harness.py``). It hands back plain data only:
+   JSON and ``.npy`` files, loaded here without pickles and checked for kind,
+   dtype and size.
+3. Here, each check compares those results with its references, with the
+   tolerances of the hidden tests. A passed check is worth its cell's points.
+4. A submission is *flagged* when a test cell got more points from nbgrader
+   than verification confirms. ``integrity.csv`` (next to grades.csv) gets one
+   row per submission; flagged ones are listed at the end of the run.
+
+Checks are calibrated to be no stricter than the hidden tests for honest code
+(tests/test_integrity.py holds them to it), so a flag means the grade needs a
+look — instructor/integrity.md says what to do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import csv
+import importlib
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .paths import BIN, ROOT
+
+HARNESS = Path(__file__).resolve().parent / "verification" / "harness.py"
+SPEC_PACKAGE = "tools.verification"
+CSV_NAME = "integrity.csv"
+CSV_COLUMNS = ["assignment", "student_id", "nbgrader_score", "verified_score", "max_score", "flagged", "reason"]
+
+MAX_NOTEBOOK_BYTES = 50 * 1024**2
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Limits for one submission's sandboxed process: twice what the course's
+    nbgrader_config.py gives a notebook, so that no honest answer that passed
+    in the notebook runs out of time here."""
+
+    step_seconds: float = 60.0  # one cell or one check
+    run_seconds: float = 600.0  # the whole process, wall clock
+    cpu_seconds: int = 240
+    memory_bytes: int = 2 * 1024**3
+
+    @classmethod
+    def of_course(cls, root: Path) -> "Limits":
+        from .grade import load_config
+
+        config = load_config(root)
+
+        def setting(section, name, default):
+            value = config[section].get(name, default) if section in config else default
+            return value if isinstance(value, (int, float)) else default
+
+        return cls(
+            step_seconds=2 * setting("Execute", "timeout", 30),
+            run_seconds=2 * setting("SandboxedExecute", "notebook_timeout", 300),
+            cpu_seconds=int(2 * setting("SandboxedKernelManager", "cpu_seconds", 120)),
+            memory_bytes=int(setting("SandboxedKernelManager", "memory_bytes", 2 * 1024**3)),
+        )
+
+HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.DOTALL)
+MARKERS = re.compile(r"### (BEGIN|END) (SOLUTION|HIDDEN TESTS)")
+
+
+# --- what the source notebook says -----------------------------------------
+
+
+@dataclass
+class Step:
+    kind: str  # "trusted", "student", "imports" or "check"
+    name: str  # the cell's grade_id
+    code: str = ""
+
+
+@dataclass
+class Assignment:
+    """One assignment, ready to verify its submissions in this run."""
+
+    name: str
+    notebook: str  # file name of the notebook
+    steps: list
+    points: dict  # {grade_id of a test cell: points}
+    solution_ids: list
+    checks: dict  # {grade_id: (probes, judge)}
+    inputs: Path
+    limits: Limits = Limits()
+
+    @property
+    def max_score(self):
+        return sum(self.points.values())
+
+
+def source_steps(source_notebook: Path):
+    """The steps of the notebook, in order: ``(steps, points, solution_ids)``."""
+    import nbformat
+
+    nb = nbformat.read(source_notebook, as_version=4)
+    steps, points, solution_ids = [], {}, []
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        grade_id = meta.get("grade_id")
+        if cell.cell_type != "code" or not grade_id:
+            continue  # markdown, or an ungraded demonstration cell
+        if meta.get("solution"):
+            steps.append(Step("student", grade_id))
+            solution_ids.append(grade_id)
+        elif meta.get("grade"):
+            imports = test_imports(cell.source)
+            if imports:
+                steps.append(Step("imports", grade_id, imports))
+            steps.append(Step("check", grade_id))
+            points[grade_id] = float(meta.get("points", 0))
+        elif meta.get("locked"):
+            if MARKERS.search(cell.source):
+                raise ValueError(f"{source_notebook}: locked cell {grade_id} holds solution or hidden-test markers")
+            steps.append(Step("trusted", grade_id, cell.source))
+    return steps, points, solution_ids
+
+
+def test_imports(source: str) -> str:
+    """The top-level import statements of a test cell's visible part: the names
+    the notebook's later cells could rely on."""
+    visible = HIDDEN.sub("", source)
+    try:
+        tree = ast.parse(visible)
+    except SyntaxError:
+        return ""
+    return "\n".join(ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom)))
+
+
+def student_cells(notebook_path: Path, solution_ids) -> dict:
+    """{grade_id: code} of the submission's solution cells (the first cell of each id)."""
+    if notebook_path.stat().st_size > MAX_NOTEBOOK_BYTES:
+        raise ValueError(f"the notebook is larger than {MAX_NOTEBOOK_BYTES} bytes")
+    with open(notebook_path, encoding="utf-8") as f:
+        nb = json.load(f)
+    cells = {}
+    for cell in nb.get("cells", []) if isinstance(nb, dict) else []:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        meta = cell.get("metadata", {})
+        meta = meta.get("nbgrader", {}) if isinstance(meta, dict) else {}
+        if not isinstance(meta, dict) or not meta.get("solution"):
+            continue
+        grade_id = meta.get("grade_id")
+        if grade_id in solution_ids and grade_id not in cells:
+            source = cell.get("source", "")
+            source = "".join(source) if isinstance(source, list) else source
+            if isinstance(source, str):
+                cells[grade_id] = source
+    return cells
+
+
+def load_spec(assignment: str):
+    """The assignment's spec module, or None if it has none."""
+    try:
+        return importlib.import_module(f"{SPEC_PACKAGE}.{assignment}")
+    except ModuleNotFoundError as error:
+        if error.name == f"{SPEC_PACKAGE}.{assignment}":
+            return None
+        raise
+
+
+def prepare(assignment: str, source_notebook: Path, seed: int, staging: Path, limits: Limits = Limits()) -> Assignment:
+    """Build the assignment's checks for this run and write their inputs."""
+    from .verification.probes import Plan
+
+    spec = load_spec(assignment)
+    if spec is None:
+        raise LookupError(f"no verification spec for {assignment} (tools/verification/{assignment}.py)")
+    steps, points, solution_ids = source_steps(source_notebook)
+    missing, extra = set(points) - set(spec.CHECKS), set(spec.CHECKS) - set(points)
+    if missing or extra:
+        raise ValueError(
+            f"tools/verification/{assignment}.py does not match the notebook's test cells: "
+            f"no check for {sorted(missing)}, checks for cells that do not exist {sorted(extra)}"
+        )
+    plan = Plan(assignment, seed, [step.code for step in steps if step.kind == "trusted"])
+    for grade_id in points:
+        plan.add_check(grade_id, spec.CHECKS[grade_id])
+    inputs = staging / f"inputs-{assignment}"
+    plan.write_inputs(inputs)
+    return Assignment(assignment, source_notebook.name, steps, points, solution_ids, plan.checks, inputs, limits)
+
+
+def program(assignment: Assignment, cells: dict) -> dict:
+    """What the harness runs for one submission."""
+    steps = []
+    for step in assignment.steps:
+        if step.kind == "student":
+            if step.name not in cells:
+                continue  # a deleted cell: its functions stay undefined
+            steps.append({"kind": "student", "name": step.name, "code": cells[step.name]})
+        elif step.kind == "check":
+            steps.append({"kind": "check", "name": step.name, "probes": assignment.checks[step.name][0]})
+        else:
+            steps.append({"kind": step.kind, "name": step.name, "code": step.code})
+    return {"steps": steps, "step_seconds": assignment.limits.step_seconds}
+
+
+# --- one submission ---------------------------------------------------------
+
+
+@dataclass
+class CellVerdict:
+    grade_id: str
+    points: float
+    verified: float
+    nbgrader: float | None
+    why: str = ""
+
+
+@dataclass
+class Verdict:
+    assignment: str
+    student: str
+    max_score: float
+    cells: list = field(default_factory=list)
+    problem: str = ""  # why verification could not run at all, if it could not
+    seconds: float = 0.0
+
+    @property
+    def verified_score(self):
+        return sum(c.verified for c in self.cells)
+
+    @property
+    def nbgrader_score(self):
+        scores = [c.nbgrader for c in self.cells if c.nbgrader is not None]
+        return sum(scores) if scores else None
+
+    @property
+    def flagged(self):
+        return any(c.nbgrader is not None and c.nbgrader > c.verified + 1e-9 for c in self.cells)
+
+    @property
+    def reason(self):
+        parts = [
+            f"{c.grade_id}: nbgrader {c.nbgrader:g}, verified {c.verified:g} ({c.why})"
+            for c in self.cells if c.nbgrader is not None and c.nbgrader > c.verified + 1e-9
+        ]
+        if self.problem and parts:
+            parts.insert(0, self.problem)
+        return "; ".join(parts)
+
+
+def verify_submission(assignment: Assignment, notebook: Path, workdir: Path) -> Verdict:
+    """Run one submission's checks in the sandbox and judge them here."""
+    from .sandbox import sandboxed_command
+
+    start = time.monotonic()
+    verdict = Verdict(assignment.name, "", assignment.max_score)
+    try:
+        cells = student_cells(notebook, assignment.solution_ids)
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError) as error:
+        verdict.problem = f"the notebook could not be read: {error}"
+        cells = None
+    status = "not run"
+    results = workdir / "results"
+    if cells is not None:
+        results.mkdir(parents=True)
+        program_file = workdir / "program.json"
+        program_file.write_text(json.dumps(program(assignment, cells)))
+        python = BIN / "python"
+        command = sandboxed_command(
+            [python, HARNESS, program_file, assignment.inputs, results],
+            results,
+            memory_bytes=assignment.limits.memory_bytes,
+            cpu_seconds=assignment.limits.cpu_seconds,
+            readable=[HARNESS, program_file, assignment.inputs],
+        )
+        try:
+            proc = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, timeout=assignment.limits.run_seconds)
+            status = f"exit status {proc.returncode}"
+        except subprocess.TimeoutExpired:
+            status = f"stopped after {assignment.limits.run_seconds:g} s"
+    judge_results(assignment, verdict, results, status, cells)
+    verdict.seconds = time.monotonic() - start
+    return verdict
+
+
+def judge_results(assignment: Assignment, verdict: Verdict, results: Path, status: str, cells):
+    from .verification.probes import CheckResults, Fail, ResultsFolder
+
+    folder = None
+    if cells is not None:
+        try:
+            folder = ResultsFolder(results)
+        except OSError as error:
+            verdict.problem = f"the results folder cannot be read: {error}"
+    notes = []  # what went wrong in the cells before each check
+    n = 0  # the step number in the program actually run
+    try:
+        for step in assignment.steps:
+            if step.kind == "student" and cells is not None and step.name not in cells:
+                notes.append(f"solution cell {step.name} is missing")
+                continue
+            record = None
+            if folder is not None:
+                try:
+                    record = folder.step(n)
+                except Fail as error:
+                    record = {"bad": str(error)}
+            n += 1
+            if step.kind in ("trusted", "imports", "student") and record is not None and "raised" in record:
+                error = record["raised"]
+                error = f"{error[0]}: {error[1]}"[:200] if isinstance(error, list) and len(error) >= 2 else "?"
+                if step.kind == "student":
+                    notes.append(f"cell {step.name} raised {error}")
+                else:
+                    notes.append(f"the course's cell {step.name} failed in the sandbox ({error})")
+            if step.kind != "check":
+                continue
+            points = assignment.points[step.name]
+            cell = CellVerdict(step.name, points, 0.0, None)
+            verdict.cells.append(cell)
+            if folder is None:
+                cell.why = verdict.problem or "not verified"
+            elif record is None:
+                cell.why = f"the check never ran: the process stopped before it ({status})"
+            elif "bad" in record:
+                cell.why = f"unreadable results: {record['bad']}"
+            else:
+                try:
+                    check_results = CheckResults(record, folder)
+                    assignment.checks[step.name][1](check_results)
+                    cell.verified = points
+                except Fail as error:
+                    cell.why = str(error)[:400]
+                except Exception as error:  # noqa: BLE001 - data the judge did not expect fails the check
+                    cell.why = f"{type(error).__name__} while judging: {str(error)[:300]}"
+                if cell.verified == 0 and notes:
+                    cell.why += f" [{'; '.join(notes[:3])}]"
+            notes = [note for note in notes if "course's cell" in note]
+    finally:
+        if folder is not None:
+            folder.close()
+
+
+# --- the whole course -------------------------------------------------------
+
+
+def nbgrader_scores(db_url: str, wanted):
+    """{(assignment, student): {grade_id: auto score}} from the gradebook, for
+    ``wanted`` = [(assignment, notebook name, student)]; submissions the
+    gradebook does not have are left out."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    scores = {}
+    with Gradebook(db_url) as gb:
+        for assignment, notebook, student in wanted:
+            try:
+                nb = gb.find_submission_notebook(notebook, assignment, student)
+            except MissingEntry:
+                continue
+            scores[assignment, student] = {grade.name: grade.auto_score for grade in nb.grades}
+    return scores
+
+
+def run_seed(seed=None) -> int:
+    if seed is None and os.environ.get("VERIFY_SEED"):
+        seed = os.environ["VERIFY_SEED"]
+    if seed is None:
+        return secrets.randbits(63)
+    return int(str(seed), 0)
+
+
+def verify(course, todo=None, assignments=(), jobs=None, seed=None, out=sys.stdout):
+    """Verify submissions of a course folder and write its integrity.csv.
+
+    ``todo`` lists ``(assignment, student)`` pairs (default: every submission
+    of ``assignments``, or of all assignments). Returns the verdicts.
+    """
+    from .grade import Layout, default_jobs, submissions
+    from .sandbox import SandboxUnavailable, check_available
+
+    layout = Layout.of(Path(course).absolute())
+    try:
+        check_available()
+    except SandboxUnavailable as error:
+        print(f"NOT VERIFIED: verification runs student code in the sandbox: {error}", file=out, flush=True)
+        return []
+    if todo is None:
+        todo = submissions(layout, assignments)
+    todo = sorted(todo)
+    seed = run_seed(seed)
+    jobs = max(1, int(jobs or default_jobs()))
+    started = time.monotonic()
+    print(f"verifying {len(todo)} submission(s) outside the notebook, with seed {seed} "
+          f"(VERIFY_SEED={seed} repeats this run)", file=out, flush=True)
+    verdicts = []
+    with tempfile.TemporaryDirectory(prefix="verify-") as staging:
+        staging = Path(staging)
+        prepared = {}
+        limits = Limits.of_course(layout.root)
+        for name in sorted({a for a, _ in todo}):
+            source = layout.root / layout.source / name / f"{name}.ipynb"
+            try:
+                prepared[name] = prepare(name, source, seed, staging, limits)
+            except Exception as error:  # noqa: BLE001 - grading is done; say why this assignment is not verified
+                print(f"  {name}: NOT VERIFIED: {error}", file=out, flush=True)
+        work = [(a, s) for a, s in todo if a in prepared]
+
+        def one(index_item):
+            index, (name, student) = index_item
+            assignment = prepared[name]
+            workdir = staging / f"submission-{index}"
+            workdir.mkdir()
+            notebook = layout.root / layout.submitted / student / name / assignment.notebook
+            try:
+                verdict = verify_submission(assignment, notebook, workdir)
+            except Exception:  # noqa: BLE001 - reported; the submission counts as unverified
+                verdict = Verdict(name, student, assignment.max_score,
+                                  problem=f"verification failed: {traceback.format_exc(limit=3)[-300:]}")
+                for grade_id, points in assignment.points.items():
+                    verdict.cells.append(CellVerdict(grade_id, points, 0.0, None, verdict.problem))
+            verdict.student = student
+            shutil.rmtree(workdir, ignore_errors=True)
+            return verdict
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            done = list(pool.map(one, enumerate(work)))
+    scores = nbgrader_scores(layout.db_url, [(v.assignment, Path(prepared[v.assignment].notebook).stem, v.student)
+                                             for v in done])
+    for verdict in done:
+        if (verdict.assignment, verdict.student) not in scores:
+            print(f"  {verdict.assignment}  {verdict.student}: not in the gradebook, skipped", file=out, flush=True)
+            continue
+        for cell in verdict.cells:
+            score = scores[verdict.assignment, verdict.student].get(cell.grade_id)
+            cell.nbgrader = float(score) if score is not None else 0.0
+        verdicts.append(verdict)
+    path = write_csv(layout.root / CSV_NAME, verdicts)
+    report(verdicts, path, time.monotonic() - started, out)
+    return verdicts
+
+
+def write_csv(path: Path, verdicts) -> Path:
+    """integrity.csv: this run's rows, and the earlier rows of submissions not verified now."""
+    rows = {}
+    if path.is_file():
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                if set(CSV_COLUMNS) <= set(row):
+                    rows[(row["assignment"], row["student_id"])] = {k: row[k] for k in CSV_COLUMNS}
+    for v in verdicts:
+        rows[(v.assignment, v.student)] = {
+            "assignment": v.assignment,
+            "student_id": v.student,
+            "nbgrader_score": f"{v.nbgrader_score:g}",
+            "verified_score": f"{v.verified_score:g}",
+            "max_score": f"{v.max_score:g}",
+            "flagged": "yes" if v.flagged else "no",
+            "reason": v.reason,
+        }
+    partial = path.with_name(f".{path.name}.part")
+    with open(partial, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
+        writer.writeheader()
+        for key in sorted(rows):
+            writer.writerow(rows[key])
+    partial.replace(path)
+    return path
+
+
+def report(verdicts, path, seconds, out):
+    flagged = [v for v in verdicts if v.flagged]
+    print(f"verified {len(verdicts)} submission(s) in {seconds:.1f} s; {len(flagged)} flagged; "
+          f"written to {path}", file=out, flush=True)
+    if not flagged:
+        return
+    print("\nFLAGGED: nbgrader gave points that verification outside the notebook does not confirm "
+          "(instructor/integrity.md says what to do):", file=out)
+    header = ("assignment", "student", "nbgrader", "verified", "max", "first reason")
+    rows = [(v.assignment, v.student, f"{v.nbgrader_score:g}", f"{v.verified_score:g}", f"{v.max_score:g}",
+             shorten(v.reason.split("; ")[0], 110)) for v in flagged]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
+    for row in [header, *rows]:
+        cells = [text.ljust(width) for text, width in zip(row, widths)]
+        print("  " + "  ".join(cells) + "  " + row[-1], file=out)
+    print(file=out, flush=True)
+
+
+def shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("assignments", nargs="*", help="assignments to verify (default: all with submissions)")
+    parser.add_argument("--course", default=str(ROOT), help="the course folder (default: the repository)")
+    parser.add_argument("--jobs", type=int, default=None, help="parallel sandboxes (default: number of cores)")
+    parser.add_argument("--seed", default=None, help="repeat a run's inputs (its printed seed)")
+    args = parser.parse_args(argv)
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    verdicts = verify(Path(args.course), assignments=args.assignments, jobs=args.jobs, seed=args.seed)
+    return 1 if any(v.flagged for v in verdicts) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
