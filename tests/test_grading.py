@@ -4,14 +4,15 @@ Every assignment goes through a real `nbgrader autograde` in a throw-away
 course folder. The solution submitted as a student scores full marks; the
 untouched student notebook scores 0 without breaking the run; and every
 realistic wrong implementation kept in tests/wrong_implementations/ loses
-points.
+points. Each file there holds one mistake: a whole cell, or a patch of the
+reference solution that shows the mistake and nothing else.
 """
 
 import pytest
 
 from tests.conftest import submission_name, wrong_implementations
-from tools.nbgrader_course import read_wrong_implementation
-from tools.paths import assignments
+from tools.nbgrader_course import apply_patch, read_wrong_implementation, solution_code
+from tools.paths import SOLUTIONS, WRONG_IMPLEMENTATIONS, assignments
 
 WRONG = [(a, path) for a in assignments() for path in wrong_implementations(a)]
 
@@ -53,3 +54,41 @@ def test_wrong_implementation_loses_points(graded, assignment, path):
     assert result["score"] < result["max_score"], (
         f"'{description}' scored full marks ({result['score']}/{result['max_score']})"
     )
+
+
+# --- the format of tests/wrong_implementations/ ----------------------------------
+
+CELL = "def f(x):\n    y = x + 1\n    return y\n\ndef g(x):\n    return x\n"
+
+
+def test_patch_replaces_the_lines_it_names():
+    patch = "-    y = x + 1\n+    y = x - 1\n\n def g(x):\n-    return x\n+    return -x\n"
+    assert apply_patch(CELL, patch) == "def f(x):\n    y = x - 1\n    return y\n\ndef g(x):\n    return -x\n"
+
+
+@pytest.mark.parametrize("patch, complaint", [
+    ("-    y = x + 2\n+    y = 0\n", "is not in the solution cell"),  # a line the solution does not have
+    ("-    return x\n+    return 0\n", "is 2 times in"),               # g's and h's: which one?
+    ("+    z = 1\n", "needs a kept line"),                             # where would it go?
+    ("     y = x + 1\n", "changes nothing"),
+    ("y = x\n", "neither"),
+])
+def test_a_patch_that_does_not_fit_the_solution_is_an_error(patch, complaint):
+    cell = CELL + "\ndef h(x):\n    return x\n"
+    with pytest.raises(ValueError, match=complaint):
+        apply_patch(cell, patch)
+
+
+def test_kept_lines_make_a_hunk_unique():
+    cell = CELL + "\ndef h(x):\n    return x\n"
+    patched = apply_patch(cell, " def h(x):\n-    return x\n+    return 0\n")
+    assert patched.endswith("def h(x):\n    return 0\n") and "def g(x):\n    return x\n" in patched
+
+
+@pytest.mark.parametrize("assignment", assignments())
+def test_every_patched_mistake_still_differs_from_the_solution(assignment):
+    answers = solution_code(SOLUTIONS / assignment / f"{assignment}.ipynb")
+    for path in sorted((WRONG_IMPLEMENTATIONS / assignment).glob("*.py")):
+        _, cells = read_wrong_implementation(path)
+        same = [grade_id for grade_id, code in cells.items() if code == answers[grade_id]]
+        assert not same, f"{path.name}: cells {same} are the solution itself"

@@ -1,12 +1,7 @@
 # Masked scores filled with -1e9 instead of -inf: a query with no allowed key gets uniform weights, not zeros.
-# %% cell: sdpa
-def scaled_dot_product_attention(q, k, v, mask=None):
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must have the same width, got q.shape={tuple(q.shape)} and k.shape={tuple(k.shape)}")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v must have the same length, got k.shape={tuple(k.shape)} and v.shape={tuple(v.shape)}")
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    if mask is not None:
-        scores = scores.masked_fill(~mask, -1e9)
-    weights = torch.softmax(scores, dim=-1)
-    return weights @ v, weights
+# %% patch: sdpa
+-        logits = logits.masked_fill(~mask, float("-inf"))
+-        any_allowed = mask.any(dim=-1, keepdim=True)                  # (..., Tq or 1, 1)
+-        weights = torch.where(any_allowed, torch.softmax(logits, dim=-1), 0.0)
++        logits = logits.masked_fill(~mask, -1e9)
++        weights = torch.softmax(logits, dim=-1)

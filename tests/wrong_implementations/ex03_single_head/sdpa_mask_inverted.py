@@ -1,12 +1,6 @@
 # The mask read the wrong way round: scores are blocked where the mask is True (may attend) instead of where it is False.
-# %% cell: sdpa
-def scaled_dot_product_attention(q, k, v, mask=None):
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must have the same width, got q.shape={tuple(q.shape)} and k.shape={tuple(k.shape)}")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v must have the same length, got k.shape={tuple(k.shape)} and v.shape={tuple(v.shape)}")
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    if mask is not None:
-        scores = scores.masked_fill(mask, float("-inf"))
-    weights = torch.nan_to_num(torch.softmax(scores, dim=-1))   # rows with nothing allowed -> 0
-    return weights @ v, weights
+# %% patch: sdpa
+-        logits = logits.masked_fill(~mask, float("-inf"))
+-        any_allowed = mask.any(dim=-1, keepdim=True)                  # (..., Tq or 1, 1)
++        logits = logits.masked_fill(mask, float("-inf"))
++        any_allowed = (~mask).any(dim=-1, keepdim=True)

@@ -1,12 +1,7 @@
 # Softmax over dim=-2 (the queries) instead of dim=-1 (the keys): columns sum to 1, rows do not.
-# %% cell: sdpa
-def scaled_dot_product_attention(q, k, v, mask=None):
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must have the same width, got q.shape={tuple(q.shape)} and k.shape={tuple(k.shape)}")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v must have the same length, got k.shape={tuple(k.shape)} and v.shape={tuple(v.shape)}")
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    weights = torch.nan_to_num(torch.softmax(scores, dim=-2))
-    return weights @ v, weights
+# %% patch: sdpa
+-        weights = torch.softmax(logits, dim=-1)
++        weights = torch.softmax(logits, dim=-2)
+
+-        weights = torch.where(any_allowed, torch.softmax(logits, dim=-1), 0.0)
++        weights = torch.where(any_allowed, torch.nan_to_num(torch.softmax(logits, dim=-2)), 0.0)

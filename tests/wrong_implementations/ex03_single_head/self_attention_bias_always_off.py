@@ -1,14 +1,8 @@
 # The projections are built with bias=False whatever qkv_bias says.
-# %% cell: self_attention
-class SelfAttention(nn.Module):
-    def __init__(self, d_in, d_out, qkv_bias=False):
-        super().__init__()
-        self.d_in = d_in
-        self.W_q = nn.Linear(d_in, d_out, bias=False)
-        self.W_k = nn.Linear(d_in, d_out, bias=False)
-        self.W_v = nn.Linear(d_in, d_out, bias=False)
-
-    def forward(self, x, mask=None):
-        if x.dim() not in (2, 3) or x.shape[-1] != self.d_in:
-            raise ValueError(f"expected x of shape (T, {self.d_in}) or (B, T, {self.d_in}), got {tuple(x.shape)}")
-        return scaled_dot_product_attention(self.W_q(x), self.W_k(x), self.W_v(x), mask=mask)
+# %% patch: self_attention
+-        self.W_q = nn.Linear(d_in, d_out, bias=qkv_bias)   # weight (d_out, d_in)
+-        self.W_k = nn.Linear(d_in, d_out, bias=qkv_bias)   # weight (d_out, d_in)
+-        self.W_v = nn.Linear(d_in, d_out, bias=qkv_bias)   # weight (d_out, d_in)
++        self.W_q = nn.Linear(d_in, d_out, bias=False)
++        self.W_k = nn.Linear(d_in, d_out, bias=False)
++        self.W_v = nn.Linear(d_in, d_out, bias=False)

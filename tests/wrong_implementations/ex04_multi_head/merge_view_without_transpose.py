@@ -1,5 +1,4 @@
 # merge_heads views (B, H, T, d) straight back to (B, T, H*d), without moving the head axis first.
-# %% cell: merge_heads
-def merge_heads(x):
-    B, H, T, d = x.shape
-    return x.contiguous().view(B, T, H * d)
+# %% patch: merge_heads
+-    return x.transpose(1, 2).reshape(B, T, H * head_dim)  # (B, T, D)
++    return x.contiguous().view(B, T, H * head_dim)  # (B, T, D)

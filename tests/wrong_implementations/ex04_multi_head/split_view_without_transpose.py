@@ -1,13 +1,7 @@
 # Heads split with x.view(B, H, T, d) and merged with the mirror-image view: right shapes, a round trip that works, wrong contents.
-# %% cell: split_heads
-def split_heads(x, num_heads):
-    if x.dim() != 3:
-        raise ValueError(f"expected (B, T, D), got shape {tuple(x.shape)}")
-    B, T, D = x.shape
-    if D % num_heads != 0:
-        raise ValueError(f"D={D} is not divisible by num_heads={num_heads}")
-    return x.view(B, num_heads, T, D // num_heads)
-# %% cell: merge_heads
-def merge_heads(x):
-    B, H, T, d = x.shape
-    return x.reshape(B, T, H * d)
+# %% patch: split_heads
+-    return x.view(B, T, num_heads, head_dim).transpose(1, 2)  # (B, H, T, d)
++    return x.view(B, num_heads, T, head_dim)  # (B, H, T, d)
+# %% patch: merge_heads
+-    return x.transpose(1, 2).reshape(B, T, H * head_dim)  # (B, T, D)
++    return x.reshape(B, T, H * head_dim)  # (B, T, D)
