@@ -140,8 +140,8 @@ def test_softmax(p):
                "adding a constant to a row changes its softmax")
         for name, S in cases.items():
             got = r.ndarray(handles[name], f"softmax for {name}")
-            given = r.after(handles[name], 0)
-            expect(isinstance(given, np.ndarray) and np.array_equal(given, S), f"softmax changed its input S ({name})")
+            given = as_float_array(r.after(handles[name], 0), f"S after softmax for {name}")
+            expect(np.array_equal(given, S), f"softmax changed its input S ({name})")
             expect(got.shape == S.shape, f"softmax changed the shape for {name}: {S.shape} -> {got.shape}")
             expect(np.all(np.isfinite(got)), f"softmax gave inf or NaN for {name}")
             close_numpy(got, reference_softmax(S), rtol=1e-7, atol=1e-12, what=f"softmax for {name}")
