@@ -102,6 +102,11 @@ def setup(seed: int = 0) -> None:
     )
 
 
+def short_exp(value, digits=0):
+    """A number in short scientific notation, as the text quotes it: 1e-06 -> "1e-6"."""
+    return f"{value:.{digits}e}".replace("e-0", "e-")
+
+
 def _as_numpy(matrix):
     """Accept a NumPy array, a nested list or a (detached) torch tensor."""
     if hasattr(matrix, "detach"):

@@ -94,3 +94,37 @@ def test_exercise_copy_of_the_worked_example_agrees_with_the_chapters():
     for name, value in course.worked_example().items():
         np.testing.assert_array_equal(copy[name], value, err_msg=f"ex01's {name} differs from course.py")
     assert copy["TOKENS"] == course.TOKENS
+
+
+def _documented_definitions(path):
+    """{name: source} of the functions and classes a chapter defines with a
+    docstring: those it teaches (small helpers local to a cell carry a comment)."""
+    found = {}
+    for cell in read(path).cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:  # a cell with an IPython magic
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(node):
+                found[node.name] = ast.get_source_segment(cell.source, node)
+    return found
+
+
+def test_a_function_repeated_in_a_later_chapter_is_the_same_function():
+    """A chapter may repeat a function an earlier chapter taught, so that it
+    reads on its own (chapter 6 repeats chapter 5's `attend`); the copies must
+    agree. Helpers that several chapters need live once, in course.py."""
+    first_seen = {}
+    repeated = []
+    for path in CHAPTER_FILES:
+        for name, source in _documented_definitions(path).items():
+            if name in first_seen:
+                earlier, earlier_source = first_seen[name]
+                repeated.append(name)
+                assert source == earlier_source, f"{path.stem} redefines {name} from {earlier} differently"
+            else:
+                first_seen[name] = (path.stem, source)
+    assert "attend" in repeated
