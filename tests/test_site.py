@@ -90,6 +90,10 @@ MATH = """() => {
   result.text = document.body.innerText;
   return result;
 }"""
+# On the phone: each figure's drawn width and its own width (a shrunk figure's numbers are hard to read).
+PHONE_FIGURES = """() => [...document.querySelectorAll("article div.cell_output > img")].map(img => ({
+  alt: (img.getAttribute("alt") || "").slice(0, 60), shown: img.getBoundingClientRect().width, width: img.naturalWidth,
+}))"""
 RAW_TEX = ["\\[", "\\(", "$$", "\\begin{"]
 
 # The page's width, and the text that sticks out past the right edge of the screen
@@ -130,6 +134,7 @@ class Visit:
     figures: list = field(default_factory=list)
     phone_width: int = 0
     too_wide: list = field(default_factory=list)
+    phone_figures: list = field(default_factory=list)
     math: dict = field(default_factory=dict)
 
 
@@ -189,6 +194,7 @@ def first_visit(browser, base, page_path):
     visit.figures = page.evaluate(FIGURES)
     page.set_viewport_size(PHONE)
     visit.phone_width, visit.too_wide = page.evaluate(TOO_WIDE)
+    visit.phone_figures = page.evaluate(PHONE_FIGURES)
     visit.math = page.evaluate(MATH)
     context.close()
     return visit
@@ -302,6 +308,14 @@ def test_page_fits_a_phone_screen(visits, page):
     assert visit.phone_width <= PHONE["width"], (
         f"{page} is {visit.phone_width} px wide on a {PHONE['width']} px phone; sticking out: {visit.too_wide[:5]}"
     )
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_figures_are_not_shrunk_on_a_phone(visits, page):
+    """A wide figure scrolls sideways instead, so the numbers in its heatmaps stay readable."""
+    shrunk = [f"{f['alt']!r}: {f['shown']:.0f} px of {f['width']} px"
+              for f in visits[page].phone_figures if f["shown"] < f["width"] - 1]
+    assert not shrunk, f"{page} on a {PHONE['width']} px phone shrinks figures: {shrunk}"
 
 
 @pytest.mark.parametrize("page", PAGES)
