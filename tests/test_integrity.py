@@ -37,11 +37,11 @@ from tools.nbgrader_course import Course, fill_release, hidden_lines, read_wrong
 from tools.paths import EXERCISES, ROOT, SOLUTIONS, assignments
 from tools.sandbox import SandboxUnavailable, check_available
 from tools.verification.probes import BadResult, ResultsFolder
-from tools.verify import CSV_COLUMNS, load_spec, prepare, program, source_steps, verify
+from tools.verify import CSV_COLUMNS, load_spec, prepare, program, source_steps, student_cells, verify
 
 ADVERSARIAL = ROOT / "tests" / "adversarial"
 ATTACKS = [(a, path) for a in assignments() for path in sorted((ADVERSARIAL / a).glob("*.py"))]
-HONEST_KINDS = ("correct", "partly-wrong", "blank", "crashing")
+HONEST_KINDS = ("correct", "partly-wrong", "blank", "crashing", "own-cells")
 
 
 def require_sandbox():
@@ -83,9 +83,9 @@ def test_no_hidden_test_or_solution_enters_the_sandbox(assignment, tmp_path):
     """The program and inputs of an untouched release hold no line of the hidden tests or solutions."""
     prepared = prepare(assignment, notebook(assignment), 1234, tmp_path)
     release = EXERCISES / assignment / f"{assignment}.ipynb"
-    cells = {gid: cell.source for cell in nbformat.read(release, as_version=4).cells
-             if (gid := cell.metadata.get("nbgrader", {}).get("grade_id")) in prepared.solution_ids}
-    sent = json.dumps(program(prepared, cells))
+    cells, added = student_cells(release, prepared.solution_ids, [step.name for step in prepared.steps])
+    assert set(cells) == set(prepared.solution_ids) and added, "the release's cells were not all found"
+    sent = json.dumps(program(prepared, cells, added))
     leaked = [line for line in hidden_lines(notebook(assignment)) if line in sent]
     assert not leaked, f"the sandbox would see protected lines: {leaked[:3]}"
 
@@ -171,7 +171,8 @@ def test_no_honest_submission_is_flagged(graded, assignment):
 
 
 def honest_submissions(assignment):
-    """{student: notebook}: correct, partly wrong, blank and crashing."""
+    """{student: notebook}: correct, partly wrong, blank, crashing, and correct
+    with an answer in a cell of the student's own."""
     release = EXERCISES / assignment / f"{assignment}.ipynb"
     answers = solution_code(notebook(assignment))
     wrong = read_wrong_implementation(wrong_implementations(assignment)[0])[1]
@@ -179,7 +180,14 @@ def honest_submissions(assignment):
     crashing = dict(answers)
     crashing[ids[1]] = "answer = undefined_name + 1\n" + answers[ids[1]]  # a NameError at the top of a cell
     crashing[ids[-1]] = "import os\nos._exit(3)\n"  # the notebook's Python process dies here
+    # Correct, but the last answer is written in a cell the student added above
+    # its solution cell, which only says so: nbgrader runs both.
+    own_cells = fill_release(release, {**answers, ids[-1]: "# My answer is in the cell above.\n"})
+    index = next(i for i, cell in enumerate(own_cells.cells)
+                 if cell.metadata.get("nbgrader", {}).get("grade_id") == ids[-1])
+    own_cells.cells.insert(index, nbformat.v4.new_code_cell(answers[ids[-1]], id="my-own-answer"))
     return {
+        "own-cells": own_cells,
         "correct": fill_release(release, answers),
         "partly-wrong": fill_release(release, {**answers, **wrong}),
         "blank": nbformat.read(release, as_version=4),
@@ -305,3 +313,11 @@ def test_make_grade_lists_flagged_submissions(attacked):
     table = attacked["out"].split("FLAGGED", 1)[-1]
     for assignment, student in flagged:
         assert re.search(rf"{re.escape(assignment)}\s+{re.escape(student)}\s", table), (assignment, student)
+
+
+def test_answers_in_cells_of_the_students_own_are_verified(attacked):
+    """Verification runs the cells a student added, as nbgrader does."""
+    for assignment in assignments():
+        row = attacked["rows"][(assignment, f"{assignment[:4]}-own-cells")]
+        assert row["nbgrader_score"] == row["max_score"], row
+        assert row["verified_score"] == row["max_score"] and row["flagged"] == "no", row

@@ -17,8 +17,8 @@ nothing that runs there:
 2. For each submission, a fresh Python process in the sandbox
    (``tools.sandbox``) runs, in the notebook's order, the locked set-up cells
    of the course's source notebook, the student's solution cells (found by
-   grade_id; none of the student's copies of locked or test cells) and the
-   probes (``tools/verification/harness.py``). It hands back plain data only:
+   grade_id) and the code cells they added (none of the student's copies of
+   locked or test cells), and the probes (``tools/verification/harness.py``). It hands back plain data only:
    JSON and ``.npy`` files, loaded here without pickles and checked for kind,
    dtype and size.
 3. Here, each check compares those results with its references, with the
@@ -160,27 +160,42 @@ def test_imports(source: str) -> str:
     return "\n".join(ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom)))
 
 
-def student_cells(notebook_path: Path, solution_ids) -> dict:
-    """{grade_id: code} of the submission's solution cells (the first cell of each id)."""
+def student_cells(notebook_path: Path, solution_ids, known_ids=()):
+    """The submission's code: ``(cells, added)``.
+
+    ``cells`` is {grade_id: code} of its solution cells (the first cell of each
+    id). ``added`` is {grade_id: [code, ...]}: the code cells without a grade_id
+    (cells the student added, and the notebook's ungraded demonstration cells),
+    under the grade_id of the nearest cell above them that the course knows
+    (``known_ids``), or under "" when none is above. nbgrader runs them too, so
+    that a helper function or an import in a cell of the student's own is there
+    when verification calls their functions.
+    """
     if notebook_path.stat().st_size > MAX_NOTEBOOK_BYTES:
         raise ValueError(f"the notebook is larger than {MAX_NOTEBOOK_BYTES} bytes")
     with open(notebook_path, encoding="utf-8") as f:
         nb = json.load(f)
-    cells = {}
+    known = set(solution_ids) | set(known_ids)
+    cells, added, anchor = {}, {}, ""
     for cell in nb.get("cells", []) if isinstance(nb, dict) else []:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         meta = cell.get("metadata", {})
         meta = meta.get("nbgrader", {}) if isinstance(meta, dict) else {}
-        if not isinstance(meta, dict) or not meta.get("solution"):
-            continue
+        meta = meta if isinstance(meta, dict) else {}
         grade_id = meta.get("grade_id")
-        if grade_id in solution_ids and grade_id not in cells:
-            source = cell.get("source", "")
-            source = "".join(source) if isinstance(source, list) else source
-            if isinstance(source, str):
-                cells[grade_id] = source
-    return cells
+        source = cell.get("source", "")
+        source = "".join(s for s in source if isinstance(s, str)) if isinstance(source, list) else source
+        if not isinstance(source, str):
+            continue
+        if not isinstance(grade_id, str) or not grade_id:
+            added.setdefault(anchor, []).append(source)
+            continue
+        if grade_id in known:
+            anchor = grade_id
+        if meta.get("solution") and grade_id in solution_ids and grade_id not in cells:
+            cells[grade_id] = source
+    return cells, added
 
 
 def load_spec(assignment: str):
@@ -215,18 +230,38 @@ def prepare(assignment: str, source_notebook: Path, seed: int, staging: Path, li
     return Assignment(assignment, source_notebook.name, steps, points, solution_ids, plan.checks, inputs, limits)
 
 
-def program(assignment: Assignment, cells: dict) -> dict:
-    """What the harness runs for one submission."""
-    steps = []
+def run_order(assignment: Assignment, cells: dict, added: dict | None = None):
+    """The steps one submission's process runs, in the notebook's order, as
+    ``(kind, name, code)``: the course's set-up cells, the student's solution
+    cells and the cells they added, and the checks (code None). A solution cell
+    the submission lacks is a step of kind "missing", which is not run."""
+    added = added or {}
+    order = [("added", "start of the notebook", code) for code in added.get("", [])]
     for step in assignment.steps:
         if step.kind == "student":
-            if step.name not in cells:
-                continue  # a deleted cell: its functions stay undefined
-            steps.append({"kind": "student", "name": step.name, "code": cells[step.name]})
+            if step.name in cells:
+                order.append(("student", step.name, cells[step.name]))
+            else:  # a deleted cell: its functions stay undefined
+                order.append(("missing", step.name, None))
         elif step.kind == "check":
-            steps.append({"kind": "check", "name": step.name, "probes": assignment.checks[step.name][0]})
+            order.append(("check", step.name, None))
         else:
-            steps.append({"kind": step.kind, "name": step.name, "code": step.code})
+            order.append((step.kind, step.name, step.code))
+        if step.kind != "imports":
+            order += [("added", f"a cell after {step.name}", code) for code in added.get(step.name, [])]
+    return order
+
+
+def program(assignment: Assignment, cells: dict, added: dict | None = None) -> dict:
+    """What the harness runs for one submission."""
+    steps = []
+    for kind, name, code in run_order(assignment, cells, added):
+        if kind == "missing":
+            continue
+        if kind == "check":
+            steps.append({"kind": kind, "name": name, "probes": assignment.checks[name][0]})
+        else:
+            steps.append({"kind": kind, "name": name, "code": code})
     return {"steps": steps, "step_seconds": assignment.limits.step_seconds}
 
 
@@ -282,16 +317,16 @@ def verify_submission(assignment: Assignment, notebook: Path, workdir: Path) -> 
     start = time.monotonic()
     verdict = Verdict(assignment.name, "", assignment.max_score)
     try:
-        cells = student_cells(notebook, assignment.solution_ids)
+        cells, added = student_cells(notebook, assignment.solution_ids, [s.name for s in assignment.steps])
     except (OSError, ValueError, UnicodeDecodeError, RecursionError) as error:
         verdict.problem = f"the notebook could not be read: {error}"
-        cells = None
+        cells, added = None, {}
     status = "not run"
     results = workdir / "results"
     if cells is not None:
         results.mkdir(parents=True)
         program_file = workdir / "program.json"
-        program_file.write_text(json.dumps(program(assignment, cells)))
+        program_file.write_text(json.dumps(program(assignment, cells, added)))
         python = BIN / "python"
         command = sandboxed_command(
             [python, HARNESS, program_file, assignment.inputs, results],
@@ -306,12 +341,12 @@ def verify_submission(assignment: Assignment, notebook: Path, workdir: Path) -> 
             status = f"exit status {proc.returncode}"
         except subprocess.TimeoutExpired:
             status = f"stopped after {assignment.limits.run_seconds:g} s"
-    judge_results(assignment, verdict, results, status, cells)
+    judge_results(assignment, verdict, results, status, cells, added)
     verdict.seconds = time.monotonic() - start
     return verdict
 
 
-def judge_results(assignment: Assignment, verdict: Verdict, results: Path, status: str, cells):
+def judge_results(assignment: Assignment, verdict: Verdict, results: Path, status: str, cells, added=None):
     from .verification.probes import CheckResults, Fail, ResultsFolder
 
     folder = None
@@ -321,11 +356,13 @@ def judge_results(assignment: Assignment, verdict: Verdict, results: Path, statu
         except OSError as error:
             verdict.problem = f"the results folder cannot be read: {error}"
     notes = []  # what went wrong in the cells before each check
-    n = 0  # the step number in the program actually run
+    order = run_order(assignment, cells or {}, added) if cells is not None else [
+        ("check", s.name, None) for s in assignment.steps if s.kind == "check"]
     try:
-        for step in assignment.steps:
-            if step.kind == "student" and cells is not None and step.name not in cells:
-                notes.append(f"solution cell {step.name} is missing")
+        n = 0  # the step number in the program actually run
+        for kind, name, _ in order:
+            if kind == "missing":
+                notes.append(f"solution cell {name} is missing")
                 continue
             record = None
             if folder is not None:
@@ -334,17 +371,19 @@ def judge_results(assignment: Assignment, verdict: Verdict, results: Path, statu
                 except Fail as error:
                     record = {"bad": str(error)}
             n += 1
-            if step.kind in ("trusted", "imports", "student") and record is not None and "raised" in record:
+            if kind != "check" and record is not None and "raised" in record:
                 error = record["raised"]
                 error = f"{error[0]}: {error[1]}"[:200] if isinstance(error, list) and len(error) >= 2 else "?"
-                if step.kind == "student":
-                    notes.append(f"cell {step.name} raised {error}")
+                if kind == "student":
+                    notes.append(f"cell {name} raised {error}")
+                elif kind == "added":
+                    notes.append(f"{name} raised {error}")
                 else:
-                    notes.append(f"the course's cell {step.name} failed in the sandbox ({error})")
-            if step.kind != "check":
+                    notes.append(f"the course's cell {name} failed in the sandbox ({error})")
+            if kind != "check":
                 continue
-            points = assignment.points[step.name]
-            cell = CellVerdict(step.name, points, 0.0, None)
+            points = assignment.points[name]
+            cell = CellVerdict(name, points, 0.0, None)
             verdict.cells.append(cell)
             if folder is None:
                 cell.why = verdict.problem or "not verified"
@@ -355,7 +394,7 @@ def judge_results(assignment: Assignment, verdict: Verdict, results: Path, statu
             else:
                 try:
                     check_results = CheckResults(record, folder)
-                    assignment.checks[step.name][1](check_results)
+                    assignment.checks[name][1](check_results)
                     cell.verified = points
                 except Fail as error:
                     cell.why = str(error)[:400]
