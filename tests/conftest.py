@@ -32,6 +32,17 @@ except SandboxUnavailable:
     if os.environ.get("CI") != "true":
         os.environ["GRADING_SANDBOX"] = "off"
 
+def require_sandbox(what):
+    """Skip a test that needs the sandbox where bubblewrap is missing, saying
+    what to install; under CI=true, fail instead: CI must run ``what``."""
+    try:
+        check_available()
+    except SandboxUnavailable as error:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must run {what}: {error}")
+        pytest.skip(f"{error}; then run these tests again")
+
+
 REPORT_DIR = ROOT / "_build" / "grading-report"
 # Written by test_site.py: each page's load time and size (printed if this session wrote it).
 SITE_REPORT = ROOT / "_build" / "site-report.md"

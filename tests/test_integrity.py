@@ -32,10 +32,9 @@ import nbformat
 import numpy as np
 import pytest
 
-from tests.conftest import wrong_implementations
+from tests.conftest import require_sandbox, wrong_implementations
 from tools.nbgrader_course import Course, fill_release, hidden_lines, read_wrong_implementation, solution_code
 from tools.paths import EXERCISES, ROOT, SOLUTIONS, assignments
-from tools.sandbox import SandboxUnavailable, check_available
 from tools.verification.probes import BadResult, ResultsFolder
 from tools.verify import CSV_COLUMNS, load_spec, prepare, program, source_steps, student_cells, verify
 
@@ -43,14 +42,6 @@ ADVERSARIAL = ROOT / "tests" / "adversarial"
 ATTACKS = [(a, path) for a in assignments() for path in sorted((ADVERSARIAL / a).glob("*.py"))]
 HONEST_KINDS = ("correct", "partly-wrong", "blank", "crashing", "own-cells")
 
-
-def require_sandbox():
-    try:
-        check_available()
-    except SandboxUnavailable as error:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must run the integrity tests: {error}")
-        pytest.skip(f"{error}; then run these tests again")
 
 
 def notebook(assignment):
@@ -151,7 +142,7 @@ def test_results_refuse_arrays_of_other_dtypes(results):
 def test_no_honest_submission_is_flagged(graded, assignment):
     """The solution, the untouched release and every wrong implementation, as
     graded by nbgrader (the `graded` fixture), verified with a fresh seed."""
-    require_sandbox()
+    require_sandbox("the integrity tests")
     course = graded(assignment).course
     out = io.StringIO()
     verdicts = {v.student: v for v in verify(course.root, assignments=[assignment], out=out)}
@@ -236,13 +227,13 @@ def grade_course(root, with_attacks, verify_too=True):
 
 @pytest.fixture(scope="module")
 def attacked(tmp_path_factory):
-    require_sandbox()
+    require_sandbox("the integrity tests")
     return grade_course(tmp_path_factory.mktemp("integrity-attacked"), with_attacks=True)
 
 
 @pytest.fixture(scope="module")
 def honest_alone(tmp_path_factory):
-    require_sandbox()
+    require_sandbox("the integrity tests")
     return grade_course(tmp_path_factory.mktemp("integrity-honest"), with_attacks=False, verify_too=False)
 
 

@@ -31,23 +31,16 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tests.conftest import require_sandbox
 from tools.nbgrader_course import Course, fill_release, solution_code
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS
-from tools.sandbox import SandboxUnavailable, check_available, sandboxed_command
+from tools.sandbox import sandboxed_command
 
 ASSIGNMENT = "ex01_by_hand"
 EARLIER_POINTS = 8  # the four tests before test_softmax
 ATTACKED = ("test_softmax", "test_self_attention")
 CELL_TIMEOUT = 5  # seconds, for this course only: keeps the endless loops short
 
-
-def require_sandbox():
-    try:
-        check_available()
-    except SandboxUnavailable as error:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must run the sandbox tests: {error}")
-        pytest.skip(f"{error}; then run these tests again")
 
 
 class AnswerServer(socketserver.ThreadingTCPServer):
@@ -147,7 +140,7 @@ def grade_course(root: Path, softmax_cells: dict, honest=HONEST):
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """A course with one submission per attack and two honest ones, graded once."""
-    require_sandbox()
+    require_sandbox("the sandbox tests")
     root = tmp_path_factory.mktemp("sandbox-course")
     token = f"outlives-{uuid.uuid4().hex}"
     server = AnswerServer(ANSWER)
@@ -239,7 +232,7 @@ def test_submission_cannot_reach_the_network(graded):
 
 
 def test_submission_cannot_overwrite_the_gradebook(tmp_path):
-    require_sandbox()
+    require_sandbox("the sandbox tests")
     attack = {"overwrites-gradebook": overwrite_gradebook(tmp_path)}
     course, proc, scores = grade_course(tmp_path, attack, honest=["solution"])
     assert not isinstance(scores, Exception), f"one student wiped the class's grades: {scores}\n{report(proc)}"
@@ -261,7 +254,7 @@ def run_sandboxed(code, workdir, **limits):
 
 
 def test_sandboxed_command_writes_only_to_its_folder(tmp_path):
-    require_sandbox()
+    require_sandbox("the sandbox tests")
     workdir, secret = tmp_path / "work", tmp_path / "secret.txt"
     workdir.mkdir()
     secret.write_text("the answer")
@@ -279,7 +272,7 @@ def test_sandboxed_command_writes_only_to_its_folder(tmp_path):
 
 
 def test_sandboxed_command_limits_memory(tmp_path):
-    require_sandbox()
+    require_sandbox("the sandbox tests")
     proc = run_sandboxed(
         "try:\n    bytearray(512 * 1024**2)\nexcept MemoryError:\n    print('MemoryError')\n",
         tmp_path, memory_bytes=256 * 1024**2,
@@ -288,6 +281,6 @@ def test_sandboxed_command_limits_memory(tmp_path):
 
 
 def test_sandboxed_command_limits_cpu_time(tmp_path):
-    require_sandbox()
+    require_sandbox("the sandbox tests")
     proc = run_sandboxed("while True:\n    pass\n", tmp_path, cpu_seconds=1)
     assert proc.returncode != 0
