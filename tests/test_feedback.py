@@ -19,8 +19,7 @@ import nbformat
 import pytest
 from bs4 import BeautifulSoup
 
-from tests.conftest import submission_name, wrong_implementations
-from tests.test_sandbox import require_sandbox
+from tests.conftest import require_sandbox, submission_name, wrong_implementations
 from tools.nbgrader_course import Course, fill_release, protected_regions, solution_code
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS, assignments
 
@@ -63,7 +62,7 @@ def feedback_text(html_path):
 @pytest.fixture(scope="session")
 def feedback(graded):
     """feedback(assignment) -> the graded course, with `nbgrader generate_feedback` run."""
-    require_sandbox()
+    require_sandbox("the feedback tests")
     done = {}
 
     def get(assignment):
@@ -147,7 +146,7 @@ get_ipython().events.register("post_run_cell", _echo)
 def echo_course(tmp_path_factory):
     """One student, in every assignment, whose first answer cell makes every
     later cell print its own source; graded by `make grade`'s command."""
-    require_sandbox()
+    require_sandbox("the feedback tests")
     root = tmp_path_factory.mktemp("echo-course")
     course = Course(root, ASSIGNMENTS)
     for assignment in ASSIGNMENTS:

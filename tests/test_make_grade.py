@@ -16,7 +16,7 @@ import nbformat
 import pytest
 
 from tests.conftest import submission_name, wrong_implementations
-from tests.test_sandbox import require_sandbox
+from tests.conftest import require_sandbox
 from tools.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code
 from tools.paths import EXERCISES, ROOT, SOLUTIONS
 
@@ -42,7 +42,7 @@ def other_assignment(root):
 def course(tmp_path_factory):
     """A course graded twice: first ASSIGNMENT=ex01_by_hand JOBS=2, then, after a
     manual grade and a new submission, everything."""
-    require_sandbox()
+    require_sandbox("the make grade tests")
     root = tmp_path_factory.mktemp("make-grade-course")
     course = Course(root, [ASSIGNMENT])
     other_assignment(root)
