@@ -41,22 +41,18 @@ from tools.grade import default_jobs  # noqa: E402
 from tools.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code  # noqa: E402
 from tools.paths import EXERCISES, ROOT, SOLUTIONS, WRONG_IMPLEMENTATIONS  # noqa: E402
 
-STOCK_CONFIG = """
-# Stock nbgrader: its own Execute and feedback preprocessors (no sandbox, hidden tests in the feedback).
-c.Autograde.autograde_preprocessors = [
-    "nbgrader.preprocessors.Execute",
-    "nbgrader.preprocessors.IgnorePattern",
-    "nbconvert.preprocessors.ClearMetadataPreprocessor",
-    "nbgrader.preprocessors.LimitOutput",
-    "nbgrader.preprocessors.SaveAutoGrades",
-    "nbgrader.preprocessors.AssignLatePenalties",
-    "nbgrader.preprocessors.CheckCellMetadata",
-]
-c.GenerateFeedback.preprocessors = [
-    "nbgrader.preprocessors.GetGrades",
-    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-]
-"""
+
+def stock_config() -> str:
+    """Configuration lines that put back stock nbgrader's own autograde and
+    feedback preprocessors (no sandbox, hidden tests in the feedback), read
+    from nbgrader itself so that "stock" means what nbgrader ships."""
+    from nbgrader.converters import Autograde, GenerateFeedback
+
+    def default(converter, trait):
+        return [f"{cls.__module__}.{cls.__name__}" for cls in converter.class_traits()[trait].default()]
+
+    return (f"\nc.Autograde.autograde_preprocessors = {default(Autograde, 'autograde_preprocessors')!r}\n"
+            f"c.GenerateFeedback.preprocessors = {default(GenerateFeedback, 'preprocessors')!r}\n")
 
 
 def synthetic_submissions(assignment: str, count: int):
@@ -126,7 +122,7 @@ def main(argv=None):
         tmp = Path(tmp)
         print(f"{n} submissions of {assignment} on {os.cpu_count()} cores", flush=True)
 
-        stock = new_course(tmp / "stock", assignment, submissions, STOCK_CONFIG)
+        stock = new_course(tmp / "stock", assignment, submissions, stock_config())
         seconds = 0.0
         for step in (["autograde", assignment], ["generate_feedback", assignment], ["export"]):
             seconds += timed([str(ROOT / ".venv" / "bin" / "nbgrader"), *step], stock.root)
