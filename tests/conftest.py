@@ -131,3 +131,19 @@ def pytest_terminal_summary(terminalreporter):
 def pytest_sessionstart(session):
     shutil.rmtree(REPORT_DIR, ignore_errors=True)
     SESSION["start"] = time.time()
+
+
+EVERY_CPU = "tests/test_every_cpu.py"
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Run the cross-CPU check of the chapters last: its runs start in the
+    background once collection is done and overlap the rest of the suite."""
+    items.sort(key=lambda item: item.nodeid.startswith(EVERY_CPU))
+
+
+def pytest_collection_finish(session):
+    if any(item.nodeid.startswith(EVERY_CPU) for item in session.items):
+        from tests.test_every_cpu import start_runs
+
+        start_runs()

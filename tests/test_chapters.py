@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
-from tools.paths import CHAPTERS, EXERCISES, ROOT
+from tools.paths import CHAPTERS, EXERCISES, ROOT, SOLUTIONS
 
 CHAPTER_FILES = sorted(CHAPTERS.glob("ch*.ipynb"))
 BUILTINS = re.compile(r"scaled_dot_product_attention|MultiheadAttention|torch\.softmax|F\.softmax")
@@ -115,8 +115,8 @@ def _documented_definitions(path):
 
 def test_a_function_repeated_in_a_later_chapter_is_the_same_function():
     """A chapter may repeat a function an earlier chapter taught, so that it
-    reads on its own (chapter 6 repeats chapter 5's `attend`); the copies must
-    agree. Helpers that several chapters need live once, in course.py."""
+    reads on its own (chapter 6 repeats chapter 5's `scaled_dot_product_attention`);
+    the copies must agree. Helpers that several chapters need live once, in course.py."""
     first_seen = {}
     repeated = []
     for path in CHAPTER_FILES:
@@ -127,4 +127,90 @@ def test_a_function_repeated_in_a_later_chapter_is_the_same_function():
                 assert source == earlier_source, f"{path.stem} redefines {name} from {earlier} differently"
             else:
                 first_seen[name] = (path.stem, source)
-    assert "attend" in repeated
+    assert "scaled_dot_product_attention" in repeated
+
+
+# The exercises name what the chapters teach; the chapters use the same names
+# and signatures, so a student meets one `split_heads(x, num_heads)` in both.
+RETIRED_NAMES = {
+    "attend": "scaled_dot_product_attention",
+    "SingleHeadAttention": "SelfAttention",
+    "FusedCausalAttention": "CausalSelfAttention",
+    "to_heads": "split_heads",
+    "from_heads": "merge_heads",
+    "MultiHeadAttentionLayer": "MultiHeadAttention",
+    "softmax_rows": "softmax",
+}
+# Names that the chapters must teach under the exercises' signature.
+TAUGHT_IN_CHAPTERS = {"scaled_dot_product_attention", "SelfAttention", "CausalSelfAttention",
+                      "split_heads", "merge_heads", "MultiHeadAttention"}
+
+
+def _signature(node):
+    """A function's parameters with their defaults, as source text."""
+    args = node.args
+    defaults = [None] * (len(args.args) - len(args.defaults)) + list(args.defaults)
+    params = [a.arg + ("" if d is None else "=" + ast.unparse(d)) for a, d in zip(args.args, defaults)]
+    params += ["*" + args.vararg.arg] if args.vararg else []
+    params += [a.arg + ("" if d is None else "=" + ast.unparse(d)) for a, d in zip(args.kwonlyargs, args.kw_defaults)]
+    return "(" + ", ".join(params) + ")"
+
+
+def _api(source):
+    """{name: signature} of the top-level functions, and of each class's
+    __init__ and forward, that a cell defines."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # a cell with an IPython magic
+        return {}
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            found[node.name] = _signature(node)
+        elif isinstance(node, ast.ClassDef):
+            for method in node.body:
+                if isinstance(method, ast.FunctionDef) and method.name in ("__init__", "forward"):
+                    found[f"{node.name}.{method.name}"] = _signature(method)
+            found.setdefault(node.name, "class")
+    return found
+
+
+def exercise_api():
+    """{name: (assignment, signature)} of what the students write: the solution cells."""
+    api = {}
+    for path in sorted(SOLUTIONS.glob("*/*.ipynb")):
+        for cell in read(path).cells:
+            if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
+                for name, signature in _api(cell.source).items():
+                    api[name] = (path.parent.name, signature)
+    return api
+
+
+@pytest.mark.parametrize("path", CHAPTER_FILES, ids=lambda p: p.stem)
+def test_chapter_uses_the_exercises_names_and_signatures(path):
+    exercises = exercise_api()
+    for cell in read(path).cells:
+        if cell.cell_type != "code":
+            continue
+        for name, signature in _api(cell.source).items():
+            assert name.split(".")[0] not in RETIRED_NAMES, (
+                f"{path.stem} defines {name.split('.')[0]}: the exercises call it "
+                f"{RETIRED_NAMES[name.split('.')[0]]}"
+            )
+            if name in exercises:
+                assignment, expected = exercises[name]
+                assert signature == expected, (
+                    f"{path.stem} defines {name}{signature}, but {assignment} has {name}{expected}: "
+                    "one name, one signature"
+                )
+
+
+def test_chapters_teach_what_the_exercises_ask_for():
+    defined = set()
+    for path in CHAPTER_FILES:
+        for cell in read(path).cells:
+            if cell.cell_type == "code":
+                defined |= set(_api(cell.source))
+    assert TAUGHT_IN_CHAPTERS <= set(exercise_api()), "an exercise renamed what the chapters teach"
+    missing = TAUGHT_IN_CHAPTERS - defined
+    assert not missing, f"no chapter defines {sorted(missing)} under the exercises' name"

@@ -1,0 +1,118 @@
+"""Promise: every chapter prints and glues the same on every CPU and thread count.
+
+nbval (run by `make test` over chapters/) re-executes each chapter on this
+machine's own vector paths and compares every output with the committed one.
+Readers, maintainers and CI runners have other CPUs: PyTorch, MKL and OpenBLAS
+choose their kernels by the instruction sets they find, and the last bits of a
+float result change with that choice. A chapter shows only what is meaningful at
+its precision, so its outputs must not change. This module re-executes every
+chapter twice more, with the libraries switched onto the code paths of other
+CPUs, and requires outputs identical to the committed ones. A chapter added to
+chapters/ is covered without any change here.
+
+The switches, and why each is here (measured with torch 2.13.0+cpu and NumPy
+2.4's bundled OpenBLAS 0.3.31 on an AMD EPYC with AVX2 but no AVX-512):
+
+- ``ATEN_CPU_CAPABILITY``: PyTorch's own kernels (softmax, exp, sum, small
+  matmuls, SDPA) exist in ``default`` (SSE), ``avx2`` and ``avx512`` builds;
+  ``default`` changes the bits of all of them. A machine with AVX-512 runs a
+  third set. One run takes ``default``, the other ``avx2`` (which is this
+  machine's own, and differs from what an AVX-512 machine runs natively).
+- ``MKL_CBWR``: MKL (PyTorch's BLAS on x86) picks its GEMM code path by CPU;
+  ``COMPATIBLE`` forces the portable SSE2 path and changes the bits of every
+  matmul from 16×16 up. ``MKL_ENABLE_INSTRUCTIONS`` caps MKL's instruction
+  set on Intel CPUs; it changed nothing on the AMD machine above (where MKL
+  already takes its generic path) and is set for Intel machines.
+- ``ONEDNN_MAX_CPU_ISA``: caps oneDNN, which PyTorch uses for some layers
+  (convolutions, and matmuls in reduced precision); it changed none of the
+  float32 operations the chapters use, and is set so that a chapter which
+  starts to rely on oneDNN is covered.
+- ``OPENBLAS_CORETYPE``: NumPy's OpenBLAS picks its kernels per CPU at run
+  time; ``Prescott`` (SSE3) and ``Nehalem`` change the bits of NumPy's matmul
+  (chapter 1 computes with NumPy).
+- ``OMP_NUM_THREADS`` / ``OPENBLAS_NUM_THREADS`` 1 and 4: how many threads
+  share a reduction. ``course.setup()`` pins PyTorch to one thread, so this
+  reaches OpenBLAS and whatever a chapter runs before its set-up cell.
+
+The two runs start in the background as soon as the test session has collected
+its tests and run at low priority while the rest of the suite works, and this
+test (moved to the end of the session) waits for them.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tools.paths import CHAPTERS, ROOT
+
+LOG_DIR = ROOT / "_build" / "every-cpu"
+
+# Two runs that between them move every switch off this machine's own choice.
+RUNS = {
+    "portable-sse": {
+        "ATEN_CPU_CAPABILITY": "default",
+        "MKL_CBWR": "COMPATIBLE",
+        "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+        "ONEDNN_MAX_CPU_ISA": "SSE41",
+        "OPENBLAS_CORETYPE": "Prescott",
+        "OMP_NUM_THREADS": "4",
+        "OPENBLAS_NUM_THREADS": "4",
+    },
+    "avx2-laptop": {
+        "ATEN_CPU_CAPABILITY": "avx2",
+        "MKL_CBWR": "AVX2",
+        "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+        "ONEDNN_MAX_CPU_ISA": "AVX2",
+        "OPENBLAS_CORETYPE": "Nehalem",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+    },
+}
+
+_started = {}
+
+
+def command():
+    """nbval over every chapter, strict, as `make test` runs it."""
+    chapters = sorted(str(p.relative_to(ROOT)) for p in CHAPTERS.glob("ch*.ipynb"))
+    return [
+        "nice", "-n", "10",
+        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+        "--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg",
+        *chapters,
+    ]  # fmt: skip
+
+
+def start_runs():
+    """Start every run in the background (called once the session has collected this test)."""
+    if _started:
+        return
+    LOG_DIR.mkdir(parents=True, exist_ok=True)
+    for name, switches in RUNS.items():
+        log = open(LOG_DIR / f"{name}.log", "w")
+        env = {**os.environ, **switches, "PYTHONHASHSEED": "0"}
+        process = subprocess.Popen(command(), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        _started[name] = (process, log)
+
+
+def summary(text, limit=6000):
+    """The failing cells and the start of their diffs, for the assertion message."""
+    failed = [line for line in text.splitlines() if line.startswith(("FAILED", "ERROR"))]
+    return "\n".join(failed) + "\n\n" + text[-limit:]
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_chapters_reproduce_on_other_cpus(run):
+    start_runs()  # when this module is run on its own
+    process, log = _started[run]
+    returncode = process.wait(timeout=1800)
+    log.close()
+    text = (LOG_DIR / f"{run}.log").read_text()
+    switches = " ".join(f"{k}={v}" for k, v in RUNS[run].items())
+    assert returncode == 0, (
+        f"with {switches} the chapters do not reproduce their committed outputs: a cell prints or glues "
+        f"digits that depend on the CPU's kernels (round them, or state a bound). "
+        f"Full log: {LOG_DIR / (run + '.log')}\n{summary(text)}"
+    )
