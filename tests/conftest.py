@@ -119,6 +119,11 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("site report (_build/site-report.md)")
         for line in SITE_REPORT.read_text().splitlines():
             terminalreporter.write_line(line)
+    every_cpu = sys.modules.get("tests.test_every_cpu")
+    if every_cpu is not None and every_cpu.TIMINGS:
+        terminalreporter.section("chapters on other CPUs (tests/test_every_cpu.py)")
+        for run, (took, waited) in every_cpu.TIMINGS.items():
+            terminalreporter.write_line(f"{run}: ran {took:.0f} s in the background; the suite waited {waited:.0f} s for it")
     if not REPORT_DIR.is_dir():
         return
     for path in sorted(REPORT_DIR.glob("*.json")):

@@ -42,6 +42,7 @@ test (moved to the end of the session) waits for them.
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -72,6 +73,9 @@ RUNS = {
 }
 
 _started = {}
+# Seconds each run took, and how long the suite waited for it at the end: what
+# this check adds to the time of `make test` (printed in the terminal summary).
+TIMINGS = {}
 
 
 def command():
@@ -94,7 +98,7 @@ def start_runs():
         log = open(LOG_DIR / f"{name}.log", "w")
         env = {**os.environ, **switches, "PYTHONHASHSEED": "0"}
         process = subprocess.Popen(command(), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-        _started[name] = (process, log)
+        _started[name] = (process, log, time.monotonic())
 
 
 def summary(text, limit=6000):
@@ -106,9 +110,11 @@ def summary(text, limit=6000):
 @pytest.mark.parametrize("run", RUNS)
 def test_chapters_reproduce_on_other_cpus(run):
     start_runs()  # when this module is run on its own
-    process, log = _started[run]
+    process, log, started = _started[run]
+    waiting = time.monotonic()
     returncode = process.wait(timeout=1800)
     log.close()
+    TIMINGS[run] = (time.monotonic() - started, time.monotonic() - waiting)
     text = (LOG_DIR / f"{run}.log").read_text()
     switches = " ".join(f"{k}={v}" for k, v in RUNS[run].items())
     assert returncode == 0, (
