@@ -30,6 +30,11 @@ The switches, and why each is here (measured with torch 2.13.0+cpu and NumPy
 - ``OPENBLAS_CORETYPE``: NumPy's OpenBLAS picks its kernels per CPU at run
   time; ``Prescott`` (SSE3) and ``Nehalem`` change the bits of NumPy's matmul
   (chapter 1 computes with NumPy).
+- ``NPY_DISABLE_CPU_FEATURES``: NumPy's own loops (exp, sums, argmax) are
+  compiled for its baseline (x86-64-v2) and dispatched at run time to
+  x86-64-v3 (AVX2) or -v4 (AVX-512) versions. The portable run turns the
+  dispatch off; the other run keeps x86-64-v3 and turns AVX-512 off, which is
+  what an AVX2 laptop runs.
 - ``OMP_NUM_THREADS`` / ``OPENBLAS_NUM_THREADS`` 1 and 4: how many threads
   share a reduction. ``course.setup()`` pins PyTorch to one thread, so this
   reaches OpenBLAS and whatever a chapter runs before its set-up cell.
@@ -58,6 +63,7 @@ RUNS = {
         "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
         "ONEDNN_MAX_CPU_ISA": "SSE41",
         "OPENBLAS_CORETYPE": "Prescott",
+        "NPY_DISABLE_CPU_FEATURES": "X86_V4 X86_V3",
         "OMP_NUM_THREADS": "4",
         "OPENBLAS_NUM_THREADS": "4",
     },
@@ -67,6 +73,7 @@ RUNS = {
         "MKL_ENABLE_INSTRUCTIONS": "AVX2",
         "ONEDNN_MAX_CPU_ISA": "AVX2",
         "OPENBLAS_CORETYPE": "Nehalem",
+        "NPY_DISABLE_CPU_FEATURES": "AVX512_ICL AVX512_SPR X86_V4",
         "OMP_NUM_THREADS": "1",
         "OPENBLAS_NUM_THREADS": "1",
     },
