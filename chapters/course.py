@@ -9,6 +9,7 @@ that the copies agree with :func:`worked_example`.
 
 from __future__ import annotations
 
+import math
 import random
 
 import matplotlib
@@ -107,6 +108,24 @@ def short_exp(value, digits=0):
     return f"{value:.{digits}e}".replace("e-0", "e-")
 
 
+def below(error, bound):
+    """A measured error stated as a bound, after checking it: (1.2e-07, 1e-6) -> "below 1e-6".
+
+    The last digits of a float32 error depend on the CPU's kernels; the bound does not.
+    """
+    if not error < bound:
+        raise AssertionError(f"measured error {error:.3g} is not below the stated bound {bound:g}")
+    return f"below {short_exp(bound)}"
+
+
+def spoken_list(values):
+    """Numbers as the text lists them: [90, 91, 92] -> "90, 91 and 92"; [3] -> "3"."""
+    words = [f"{v:g}" for v in values]
+    if len(words) == 1:
+        return words[0]
+    return ", ".join(words[:-1]) + " and " + words[-1]
+
+
 def _as_numpy(matrix):
     """Accept a NumPy array, a nested list or a (detached) torch tensor."""
     if hasattr(matrix, "detach"):
@@ -166,3 +185,79 @@ def heatmap(
     if colorbar:
         ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     return ax
+
+
+def rounded(value, digits, margin=1e-9):
+    """``value`` (a number or an array) rounded to ``digits`` decimals, the same on every CPU.
+
+    The last bits of a float depend on the CPU's kernels; rounding removes them,
+    unless a value lies within ``margin`` of a rounding boundary (…5 in the next
+    decimal), where another machine could round it the other way. Such a value
+    raises ``ValueError``: show it with another number of decimals.
+    """
+    values = np.asarray(value, dtype=float)
+    scaled = values * 10.0**digits
+    gap = np.abs(scaled - np.floor(scaled) - 0.5) / 10.0**digits
+    if np.any(gap < margin):
+        raise ValueError(f"{value!r} lies within {margin:g} of a rounding boundary at {digits} decimals")
+    result = np.round(values, digits)
+    return float(result) if result.ndim == 0 else result
+
+
+def glue_number(name, value, digits):
+    """Glue a float for the text, rounded to ``digits`` decimals (see :func:`rounded`).
+
+    Quote it with the same number of decimals: ``{glue:text}`name:.3f``` for ``digits=3``.
+    """
+    from myst_nb import glue
+
+    glue(name, rounded(value, digits), display=False)
+
+
+def vector_text(v):
+    """A vector of whole numbers, written as in the text: [1., 1., 2.] -> "(1, 1, 2)"."""
+    return "(" + ", ".join(str(int(x)) for x in v) + ")"
+
+
+def quoted_list(names):
+    """Names joined the way a sentence joins them: ["the", "cat"] -> "“the” and “cat”"."""
+    quoted = [f"“{n}”" for n in names]
+    if len(quoted) == 1:
+        return quoted[0]
+    return ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+def fraction_table(matrix, row_labels, col_labels):
+    """Print a matrix of exact fractions (or integers) as an aligned table with labels.
+
+    Shape: ``matrix`` is a list of rows, (len(row_labels), len(col_labels)).
+    """
+    cells = [[str(x) for x in row] for row in matrix]
+    width = max(len(c) for c in [*col_labels, *(c for row in cells for c in row)])
+    label_width = max(len(r) for r in row_labels)
+    print(" " * label_width, *(c.rjust(width) for c in col_labels))
+    for label, row in zip(row_labels, cells):
+        print(label.rjust(label_width), *(c.rjust(width) for c in row))
+
+
+def share_of_rows_carrying(grad, share=0.9):
+    """The smallest fraction of rows whose squared norms add up to ``share`` of the total.
+
+    Shape: ``grad`` is (..., T), one row per query; returns a float in (0, 1].
+    Near 1 when every row contributes alike, small when a few rows carry the gradient.
+    """
+    squared = grad.detach().pow(2).sum(dim=-1).flatten().double()       # (rows,)
+    largest_first = squared.sort(descending=True).values
+    rows_needed = int((largest_first.cumsum(0) < share * squared.sum()).sum().item()) + 1
+    return rows_needed / squared.numel()
+
+
+def significant(value, digits):
+    """``value`` rounded to ``digits`` significant figures: (1107.6, 2) -> 1100.0, (0.09184, 2) -> 0.092.
+
+    For quantities whose last digits vary between CPUs by more than rounding does
+    (a tiny gradient through a saturated softmax): print it with ``:g``.
+    """
+    if value == 0:
+        return 0.0
+    return round(value, digits - 1 - math.floor(math.log10(abs(value))))
