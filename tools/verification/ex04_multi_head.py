@@ -5,8 +5,11 @@ tests' shapes and compared exactly. ``MultiHeadAttention`` is instantiated in
 the sandbox, which reports its structure as built-in types; the grader copies
 its own weights into ``W_q``, ``W_k``, ``W_v`` and ``W_o`` and compares the
 outputs with ``torch.nn.MultiheadAttention`` carrying the same weights, here,
-with the hidden tests' tolerances. Error messages are checked on the hidden
-tests' own bad inputs.
+with the hidden tests' tolerances. Where a mask leaves a query no key at all,
+the reference is computed here from the definition (``reference_blocked``):
+all-zero weights, and zeros from every head, as the hidden tests expect; it
+does not depend on how a PyTorch version treats such rows. Error messages are
+checked on the hidden tests' own bad inputs.
 """
 
 import math
@@ -61,15 +64,44 @@ def reference_mha(params, embed_dim, num_heads, bias, query, key, value, **kwarg
             return mha(query, key, value, need_weights=True, average_attn_weights=False, **kwargs)
 
 
+def reference_blocked(params, embed_dim, num_heads, bias, query, key, value, mask):
+    """Multi-head attention from its definition, head by head, in float64, as
+    the hidden tests of test_fully_masked compute it: head h uses rows
+    h*d .. (h+1)*d - 1 of W_q, W_k and W_v, and a query with no allowed key
+    gets zero weights. Returns out and per-head weights as float32."""
+
+    def project(x, name):
+        y = x.double() @ params[f"{name}.weight"].double().T
+        return y + params[f"{name}.bias"].double() if bias else y
+
+    B, Tq, D = query.shape
+    Tk, d = key.shape[1], D // num_heads
+    q, k, v = project(query, "W_q"), project(key, "W_k"), project(value, "W_v")
+    mask = mask.expand(B, num_heads, Tq, Tk)
+    weights = torch.zeros(B, num_heads, Tq, Tk, dtype=torch.float64)
+    heads = torch.zeros(B, Tq, D, dtype=torch.float64)
+    for b in range(B):
+        for h in range(num_heads):
+            f = slice(h * d, (h + 1) * d)
+            for i in range(Tq):
+                allowed = mask[b, h, i]
+                if allowed.any():
+                    weights[b, h, i, allowed] = torch.softmax(k[b, allowed, f] @ q[b, i, f] / math.sqrt(d), dim=0)
+            heads[b, :, f] = weights[b, h] @ v[b, :, f]
+    return project(heads, "W_o").float(), weights.float()
+
+
 class Comparisons:
-    """Layers with the grader's weights, run on fresh inputs, against nn.MultiheadAttention.
+    """Layers with the grader's weights, run on fresh inputs, against nn.MultiheadAttention
+    (or, with ``blocked=True``, against ``reference_blocked``).
 
     The reference uses the weights the layer really holds after they were
     copied in (see ``effective_params``), as the hidden tests use the layer's
     own weights."""
 
-    def __init__(self, p):
+    def __init__(self, p, blocked=False):
         self.p = p
+        self.blocked = blocked
         self.cases = []
 
     def add(self, label, *, embed_dim, num_heads, B, Tq, Tk=None, bias=True, mask=None, **mha_kwargs):
@@ -91,7 +123,11 @@ class Comparisons:
             shape = (tuple(layer_facts["shared"]), tuple(layer_facts["bias_shared"]))
             if shape not in references:
                 held = effective_params(params, PROJECTIONS, layer_facts)
-                references[shape] = reference_mha(held, embed_dim, num_heads, bias, query, key, value, **mha_kwargs)
+                if self.blocked:
+                    references[shape] = reference_blocked(held, embed_dim, num_heads, bias, query, key, value, mask)
+                else:
+                    references[shape] = reference_mha(held, embed_dim, num_heads, bias, query, key, value,
+                                                      **mha_kwargs)
             return references[shape]
 
         label = f"{label} (B={B}, Tq={Tq}, Tk={Tq if Tk is None else Tk}, D={embed_dim}, H={num_heads}, bias={bias})"
@@ -315,6 +351,54 @@ def test_mask(p):
     return judge
 
 
+def test_fully_masked(p):
+    x = p.randn(2, 4, 8)
+    params = layer_weights(p, 8, True)
+    layer = p.module("MultiHeadAttention", embed_dim=8, num_heads=2)
+    h_facts = layer.facts(*PROJECTIONS)
+    layer.set(params)
+    causal = torch.tril(torch.ones(4, 4, dtype=torch.bool))
+    keep = torch.tensor([[True, True, True, True], [False, False, True, True]])
+    mask = causal & keep[:, None, None, :]
+    h_visible = layer.call(x, x, x, mask=mask)
+
+    comparisons = Comparisons(p, blocked=True)
+    keep_ = torch.arange(6) >= 6 - torch.tensor([6, 4, 1])[:, None]
+    comparisons.add("Left padding under a causal mask", embed_dim=12, num_heads=3, B=3, Tq=6,
+                    mask=torch.tril(torch.ones(6, 6, dtype=torch.bool)) & keep_[:, None, None, :])
+    keep_ = torch.tensor([[True] * 5, [True, True, False, False, False], [False] * 5])
+    comparisons.add("Cross-attention with an empty sequence", embed_dim=8, num_heads=2, B=3, Tq=4, Tk=5, bias=False,
+                    mask=keep_[:, None, None, :])
+    mask_ = torch.rand(2, 4, 5, 6, generator=p.gen) > 0.5
+    mask_[0, 1, 2] = False
+    mask_[0, 0, 2, 3] = True
+    mask_[1, 3, 0] = False
+    mask_[1, 2, 0, 1] = True
+    comparisons.add("Mask per sequence and head, rows empty in some heads", embed_dim=16, num_heads=4, B=2, Tq=5,
+                    Tk=6, mask=mask_)
+    comparisons.add("A mask that allows no key at all", embed_dim=8, num_heads=2, B=2, Tq=3,
+                    mask=torch.zeros(3, 3, dtype=torch.bool))
+
+    def judge(r):
+        out, weights = r.tensor_pair(h_visible, "layer(x, x, x, mask=mask) with two fully masked queries")
+        expect(tuple(out.shape) == (2, 4, 8), f"out has shape {tuple(out.shape)}, expected (2, 4, 8)")
+        expect(tuple(weights.shape) == (2, 2, 4, 4), f"weights have shape {tuple(weights.shape)}, expected (2, 2, 4, 4)")
+        blocked = weights[1, :, :2]
+        expect(not bool(torch.isnan(blocked).any()), "a query with no allowed key got NaN weights")
+        expect(blocked.abs().max() <= 1e-6, "a query with no allowed key got non-zero weights")
+        held = effective_params(params, PROJECTIONS, r.facts(h_facts, "MultiHeadAttention(8, 2)"))
+        got = out[1, :2]
+        expect(not bool(torch.isnan(got).any()), "out is NaN for a query with no allowed key")
+        expect(torch.allclose(got, held["W_o.bias"].expand_as(got), atol=1e-6),
+               "out for a query with no allowed key is not W_o's bias")
+        sums = weights.sum(dim=-1)[mask.any(dim=-1).expand(2, 2, 4)]
+        expect(not bool(torch.isnan(sums).any()), "a query with an allowed key got NaN weights")
+        expect(torch.allclose(sums, torch.ones_like(sums), atol=1e-5), "the weights of a query with a key do not sum to 1")
+        comparisons.judge(r)
+
+    return judge
+
+
 def test_cross_attention(p):
     params = layer_weights(p, 8, True)
     layer = p.module("MultiHeadAttention", embed_dim=8, num_heads=2)
@@ -350,5 +434,6 @@ CHECKS = {
     "test_init": test_init,
     "test_self_attention": test_self_attention,
     "test_mask": test_mask,
+    "test_fully_masked": test_fully_masked,
     "test_cross_attention": test_cross_attention,
 }

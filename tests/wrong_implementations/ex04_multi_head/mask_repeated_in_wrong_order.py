@@ -2,5 +2,5 @@
 # %% patch: multi_head_attention
 -            scores = scores.masked_fill(~mask, float("-inf"))
 +            B, H, Tq, Tk = scores.shape
-+            mask = mask.expand(B, 1, Tq, Tk).reshape(B, Tq, Tk).repeat(H, 1, 1)  # (B*H, Tq, Tk)
-+            scores = scores.reshape(B * H, Tq, Tk).masked_fill(~mask, float("-inf")).reshape(B, H, Tq, Tk)
++            folded = mask.expand(B, 1, Tq, Tk).reshape(B, Tq, Tk).repeat(H, 1, 1)  # (B*H, Tq, Tk)
++            scores = scores.reshape(B * H, Tq, Tk).masked_fill(~folded, float("-inf")).reshape(B, H, Tq, Tk)
