@@ -10,6 +10,10 @@
 #                 into _build/screenshots/ (builds the book first if needed)
 #   make chapters re-execute the chapter notebooks in place (no timestamps)
 #   make clean    remove build output (keeps .venv)
+#
+# Set-up variables (README): PYTHON=python3.12 creates .venv with another
+# Python (3.11 to 3.13); TORCH_INDEX=https://download.pytorch.org/whl/cpu takes
+# torch's CPU build.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -27,8 +31,25 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+# The Python versions the pinned requirements install and run on (README,
+# "Two commands"). The check is written so that any Python, even 2.7, can run it.
+PYTHON_CHECK = $(1) -c 'import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 13))' \
+	2>/dev/null || { v=$$($(1) -c 'import sys; print("Python " + sys.version.split()[0])' \
+	2>/dev/null) || v="not found"; echo "make: the course needs Python 3.11, 3.12 or 3.13, \
+	not $(1) ($$v): $(2)" >&2; exit 1; }
+
+# TORCH_INDEX=<url>: install torch alone from that package index first (README,
+# "Getting a CPU-only PyTorch"); requirements.txt then finds it installed.
+TORCH_PIN = $$(grep -o '^torch==[^ ]*' requirements.txt)
+
+$(BIN)/python:
+	@$(call PYTHON_CHECK,$(PYTHON),choose another with make PYTHON=/path/to/python3.12)
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): requirements.txt | $(BIN)/python
+	@$(call PYTHON_CHECK,$(BIN)/python,remove $(VENV) and run make again)
+	$(if $(TORCH_INDEX),$(BIN)/python -m pip install --disable-pip-version-check \
+	  --no-deps --index-url $(TORCH_INDEX) $(TORCH_PIN))
 	$(BIN)/python -m pip install --disable-pip-version-check -r requirements.txt
 	touch $@
 

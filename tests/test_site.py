@@ -26,7 +26,7 @@ the end of the run. The local server compresses text as a static host does, so
 "transferred" is what a reader downloads; the report also gives the size
 unpacked.
 
-Needs Debian's Chromium (/usr/bin/chromium). Without it the browser tests skip,
+Needs Chromium or Google Chrome (tools/site.py: CHROMIUM). Without it the browser tests skip,
 saying how to install it; with CI=true they fail instead.
 """
 

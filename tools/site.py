@@ -1,15 +1,17 @@
 """Serve the built site on 127.0.0.1 and open it in headless Chromium, offline.
 
 Shared by the browser tests (tests/test_site.py) and ``make screenshots``
-(tools/screenshots.py). The browser is Debian's Chromium, driven by Playwright
-for Python; no browser is downloaded. Every request to a host other than the
-local server is aborted, so a page that needs the internet shows it.
+(tools/screenshots.py). The browser is the system's Chromium (or Google Chrome),
+driven by Playwright for Python; no browser is downloaded. Every request to a
+host other than the local server is aborted, so a page that needs the internet
+shows it.
 """
 
 import contextlib
 import functools
 import gzip
 import mimetypes
+import os
 import sys
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -17,7 +19,13 @@ from pathlib import Path
 
 from .paths import BUILD_HTML
 
-CHROMIUM = Path("/usr/bin/chromium")
+#: Where a Chromium-family browser is found: $CHROMIUM if set, else Debian's
+#: Chromium (also what GitHub's Ubuntu runners link there), else Google Chrome.
+CHROMIUM_CANDIDATES = ["/usr/bin/chromium", "/usr/bin/google-chrome", "/usr/bin/google-chrome-stable"]
+CHROMIUM = Path(
+    os.environ.get("CHROMIUM")
+    or next((p for p in CHROMIUM_CANDIDATES if Path(p).exists()), CHROMIUM_CANDIDATES[0])
+)
 #: Flags for Chromium as root on a machine with no network but loopback
 #: (Playwright adds --headless itself).
 CHROMIUM_ARGS = [
@@ -30,8 +38,8 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 HOW_TO_GET_CHROMIUM = (
-    f"the browser tests need Debian's Chromium at {CHROMIUM}: "
-    "install it with `apt-get install chromium` (as root; .ci/run does it in CI)"
+    f"the browser tests need Chromium or Google Chrome at {CHROMIUM}: install Debian's with "
+    "`apt-get install chromium`, or set CHROMIUM to the browser's path (.ci/run installs one in CI)"
 )
 #: What a static host compresses (GitHub Pages, Netlify and Read the Docs all do).
 COMPRESSED = {".html", ".js", ".css", ".json", ".map", ".svg", ".txt", ".ipynb", ".md", ".xml"}
@@ -89,7 +97,7 @@ def serve(directory=BUILD_HTML):
 
 
 def launch(playwright):
-    """Headless Chromium from Debian, started with a fresh profile."""
+    """The headless browser at CHROMIUM, started with a fresh profile."""
     return playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
 
 
