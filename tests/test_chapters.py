@@ -98,7 +98,9 @@ def test_exercise_copy_of_the_worked_example_agrees_with_the_chapters():
 
 def _documented_definitions(path):
     """{name: source} of the functions and classes a chapter defines with a
-    docstring: those it teaches (small helpers local to a cell carry a comment)."""
+    docstring or under an exercise's name: those it teaches (small helpers
+    local to a cell carry a comment)."""
+    taught = {name.split(".")[0] for name in exercise_api()}
     found = {}
     for cell in read(path).cells:
         if cell.cell_type != "code":
@@ -108,7 +110,9 @@ def _documented_definitions(path):
         except SyntaxError:  # a cell with an IPython magic
             continue
         for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(node):
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and (
+                ast.get_docstring(node) or node.name in taught
+            ):
                 found[node.name] = ast.get_source_segment(cell.source, node)
     return found
 
