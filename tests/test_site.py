@@ -94,6 +94,18 @@ MATH = """() => {
 PHONE_FIGURES = """() => [...document.querySelectorAll("article div.cell_output > img")].map(img => ({
   alt: (img.getAttribute("alt") || "").slice(0, 60), shown: img.getBoundingClientRect().width, width: img.naturalWidth,
 }))"""
+# At laptop width: display equations and code blocks wider than the column (each then
+# needs a horizontal scrollbar), with the start of the widest line of each.
+LAPTOP_OVERFLOW = """() => {
+  const wide = e => e.scrollWidth > e.clientWidth + 1;
+  const longest = text => text.split("\\n").reduce((a, l) => (l.length > a.length ? l : a), "");
+  return {
+    math: [...document.querySelectorAll("article mjx-container[display='true']")].filter(wide)
+      .map(e => e.closest(".math").textContent.trim().slice(0, 80)),
+    code: [...document.querySelectorAll("article div.cell_input pre, article div.highlight pre")].filter(wide)
+      .map(e => longest(e.textContent).slice(0, 100)),
+  };
+}"""
 RAW_TEX = ["\\[", "\\(", "$$", "\\begin{"]
 
 # The page's width, and the text that sticks out past the right edge of the screen
@@ -136,6 +148,7 @@ class Visit:
     too_wide: list = field(default_factory=list)
     phone_figures: list = field(default_factory=list)
     math: dict = field(default_factory=dict)
+    laptop_overflow: dict = field(default_factory=dict)
 
 
 def browser_missing():
@@ -192,6 +205,7 @@ def first_visit(browser, base, page_path):
     for key, value in page.evaluate(MEASURE).items():
         setattr(visit, key, value)
     visit.figures = page.evaluate(FIGURES)
+    visit.laptop_overflow = page.evaluate(LAPTOP_OVERFLOW)
     page.set_viewport_size(PHONE)
     visit.phone_width, visit.too_wide = page.evaluate(TOO_WIDE)
     visit.phone_figures = page.evaluate(PHONE_FIGURES)
@@ -308,6 +322,18 @@ def test_page_fits_a_phone_screen(visits, page):
     assert visit.phone_width <= PHONE["width"], (
         f"{page} is {visit.phone_width} px wide on a {PHONE['width']} px phone; sticking out: {visit.too_wide[:5]}"
     )
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_equations_and_code_fit_the_column_on_a_laptop(visits, page):
+    """At 1280 px a reader sees every display equation and every line of code
+    without scrolling sideways: a long equation is split over lines, a long
+    line of code is wrapped (the column holds about 82 characters of code)."""
+    overflow = visits[page].laptop_overflow
+    assert not overflow["math"], f"{page}: equations wider than the column at 1280 px: {overflow['math']}"
+    if page.startswith("exercises/"):
+        return  # written for Jupyter, where a test's message stays on one line; the book shows it scrolling
+    assert not overflow["code"], f"{page}: code wider than the column at 1280 px, widest lines: {overflow['code']}"
 
 
 @pytest.mark.parametrize("page", PAGES)
