@@ -95,14 +95,16 @@ PHONE_FIGURES = """() => [...document.querySelectorAll("article div.cell_output 
   alt: (img.getAttribute("alt") || "").slice(0, 60), shown: img.getBoundingClientRect().width, width: img.naturalWidth,
 }))"""
 # At laptop width: display equations and code blocks wider than the column (each then
-# needs a horizontal scrollbar), with the start of the widest line of each.
+# needs a horizontal scrollbar), with the start of the widest line of each. A `text`
+# block is a transcript of what a program printed, shown as printed.
 LAPTOP_OVERFLOW = """() => {
   const wide = e => e.scrollWidth > e.clientWidth + 1;
   const longest = text => text.split("\\n").reduce((a, l) => (l.length > a.length ? l : a), "");
   return {
     math: [...document.querySelectorAll("article mjx-container[display='true']")].filter(wide)
       .map(e => e.closest(".math").textContent.trim().slice(0, 80)),
-    code: [...document.querySelectorAll("article div.cell_input pre, article div.highlight pre")].filter(wide)
+    code: [...document.querySelectorAll("article div.cell_input pre, article div.highlight pre")]
+      .filter(e => !e.closest(".highlight-text")).filter(wide)
       .map(e => longest(e.textContent).slice(0, 100)),
   };
 }"""
