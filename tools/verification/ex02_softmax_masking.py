@@ -8,6 +8,7 @@ hidden tests' tolerances, run here on the plain numbers the sandbox returned.
 """
 
 import math
+import re
 
 import torch
 import torch.nn.functional as F
@@ -34,7 +35,11 @@ def expect_unchanged(r, handle, original, what):
 
 
 def names_shape(message, shape):
-    return ", ".join(str(size) for size in shape) in message
+    """The notebooks' rule: the message writes the shape as (3, 4), (3,4), [3, 4],
+    torch.Size([3, 4]), 3x4 or 3×4, and not as the start or end of a longer shape."""
+    written = re.findall(r"(?<![\w.])\d+(?:\s*(?:,|x|×)\s*\d+)*(?![\w.])(?!\s*(?:,|x|×)\s*\d)", str(message))
+    sizes = [int(size) for size in shape]
+    return any([int(n) for n in re.split(r"\s*(?:,|x|×)\s*", text)] == sizes for text in written)
 
 
 def expect_shape_error(r, handle, first, second, what):
@@ -50,6 +55,7 @@ def test_stable_softmax(p):
     t = torch.arange(24.0).reshape(2, 3, 4) % 5
     h_x = p.call("stable_softmax", x, after=(0,))
     h_big = p.call("stable_softmax", x + 1000.0)
+    h_far = p.call("stable_softmax", torch.tensor([[0.0, 1.0, 2.0], [-1000.0, -999.0, -998.0]]))
     h_cols = p.call("stable_softmax", x, dim=0)
     h_t1 = p.call("stable_softmax", t, dim=1)
     h_t2 = p.call("stable_softmax", t, dim=-2)
@@ -95,6 +101,10 @@ def test_stable_softmax(p):
         expect(bool(torch.isfinite(big).all()), "stable_softmax(x + 1000) contains inf or NaN")
         expect(big.shape == w.shape and torch.allclose(big, w, atol=1e-6, rtol=1e-5),
                "adding 1000 to every score changed the softmax")
+        far = r.tensor(h_far, "stable_softmax of two rows far apart")
+        expect(tuple(far.shape) == (2, 3) and bool(torch.isfinite(far).all())
+               and torch.allclose(far[0], far[1], atol=1e-6),
+               "stable_softmax of the rows [0, 1, 2] and [-1000, -999, -998] does not give the same weights in both")
         cols = r.tensor(h_cols, "stable_softmax(x, dim=0)")
         expect(tuple(cols.shape) == (3, 3), f"stable_softmax(x, dim=0) has shape {tuple(cols.shape)}")
         for j, total in enumerate(cols.float().sum(dim=0).tolist()):

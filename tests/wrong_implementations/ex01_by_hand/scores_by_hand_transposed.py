@@ -1,4 +1,5 @@
 # The hand-computed score matrix is written as K Q^T (transposed).
+# caught by a visible test
 # %% cell: scores_by_hand
 scores_by_hand = np.array([
     [4, 2, 5, 2],

@@ -1,4 +1,5 @@
 # Forgets keepdims when subtracting the row maximum, so the maxima broadcast across columns.
+# caught by a visible test
 # %% cell: softmax
 def softmax(S):
     S = np.asarray(S, dtype=float)

@@ -1,4 +1,5 @@
 # Softmax normalised down each column (axis=0) instead of along each row.
+# caught by a visible test
 # %% cell: softmax
 def softmax(S):
     S = np.asarray(S, dtype=float)

@@ -1,4 +1,5 @@
 # Uses masked_fill_ (in place): the caller's scores are overwritten with -inf.
+# caught by a visible test
 # %% cell: masked_softmax
 def masked_softmax(scores, mask):
     if torch.broadcast_shapes(mask.shape, scores.shape) != scores.shape:

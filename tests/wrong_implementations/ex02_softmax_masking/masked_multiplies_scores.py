@@ -1,4 +1,5 @@
 # Multiplies the scores by the mask: forbidden keys get score 0, an ordinary score, and so non-zero weight.
+# caught by a visible test
 # %% cell: masked_softmax
 def masked_softmax(scores, mask):
     weights = stable_softmax(scores * mask, dim=-1)

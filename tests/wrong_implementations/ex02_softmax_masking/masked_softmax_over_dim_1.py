@@ -1,4 +1,5 @@
 # Takes the softmax over dim=1, which is the keys only for a (Tq, Tk) matrix; on (B, H, Tq, Tk) it is the heads.
+# caught by a visible test
 # %% cell: masked_softmax
 def masked_softmax(scores, mask):
     if torch.broadcast_shapes(mask.shape, scores.shape) != scores.shape:

@@ -1,4 +1,5 @@
 # Does not check the mask's shape: a mismatch gives torch's RuntimeError (or a silently larger result), not a ValueError.
+# caught by a visible test
 # %% cell: masked_softmax
 def masked_softmax(scores, mask):
     weights = stable_softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)

@@ -1,4 +1,5 @@
 # Treats True as "blocked" (masked_fill(mask, ...)), the opposite of the course's convention.
+# caught by a visible test
 # %% cell: masked_softmax
 def masked_softmax(scores, mask):
     weights = stable_softmax(scores.masked_fill(mask, float("-inf")), dim=-1)

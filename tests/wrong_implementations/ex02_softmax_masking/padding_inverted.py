@@ -1,4 +1,5 @@
 # Padding mask that is True for the padding (the key_padding_mask convention of nn.MultiheadAttention).
+# caught by a visible test
 # %% cell: padding_mask
 def padding_mask(lengths, max_len):
     lengths = torch.as_tensor(lengths)

@@ -1,4 +1,5 @@
 # Padding mask with <= instead of <: one padding position per sequence counts as a real token.
+# caught by a visible test
 # %% cell: padding_mask
 def padding_mask(lengths, max_len):
     lengths = torch.as_tensor(lengths)

@@ -1,4 +1,5 @@
 # Assumes lengths is a tensor: a Python list of lengths fails.
+# caught by a visible test
 # %% cell: padding_mask
 def padding_mask(lengths, max_len):
     if (lengths < 0).any() or (lengths > max_len).any():

@@ -1,4 +1,5 @@
 # Makes the mask as wide as the longest sequence instead of max_len.
+# caught by a visible test
 # %% cell: padding_mask
 def padding_mask(lengths, max_len):
     lengths = torch.as_tensor(lengths)

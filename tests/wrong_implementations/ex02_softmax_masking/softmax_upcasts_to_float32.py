@@ -1,4 +1,5 @@
 # Converts to float32 "to be safe" and returns float32 whatever the input dtype (float16 and float64 change type).
+# caught by a visible test
 # %% cell: stable_softmax
 def stable_softmax(x, dim=-1):
     x = x.float()
