@@ -2,8 +2,9 @@
 students reaches the site.
 
 The site is built once per test session with the same command as `make book`
-(warnings are errors, every chapter is executed): the `book` fixture of
-conftest.py, shared with the browser tests of test_site.py. Then every file of
+(warnings are errors), from the chapters' committed outputs, which nbval proves
+are what executing them produces: the `book` fixture of conftest.py, shared
+with the browser tests of test_site.py. Then every file of
 _build/html is searched for solution code and hidden-test text from every
 notebook in solutions/.
 """
