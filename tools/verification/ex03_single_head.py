@@ -9,7 +9,9 @@ weights and the hidden tests' tolerances. Error messages are checked on the
 hidden tests' own bad inputs.
 """
 
+import ast
 import math
+import re
 
 import torch
 import torch.nn.functional as F
@@ -18,10 +20,32 @@ from .probes import close_torch, effective_params, expect, expect_value_error
 
 
 def attention_reference(q, k, v, mask=None):
-    """PyTorch's output, and its weights (the output when the values are the identity)."""
+    """PyTorch's output, and its weights (the output when the values are the identity); a query with no
+    allowed key gets zeros, set here, as the hidden tests do (PyTorch's result there depends on its version)."""
     eye = torch.eye(k.shape[-2], dtype=q.dtype).expand(*q.shape[:-2], k.shape[-2], k.shape[-2])
-    return (F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
-            F.scaled_dot_product_attention(q, k, eye, attn_mask=mask))
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    weights = F.scaled_dot_product_attention(q, k, eye, attn_mask=mask)
+    if mask is not None:
+        has_key = mask.any(dim=-1, keepdim=True)
+        out, weights = torch.where(has_key, out, 0.0), torch.where(has_key, weights, 0.0)
+    return out, weights
+
+
+def names_shape(message, shape):
+    """The notebooks' rule: the message writes the shape as (3, 4), (3,4), [3, 4],
+    torch.Size([3, 4]), 3x4 or 3×4, and not as the start or end of a longer shape."""
+    written = re.findall(r"(?<![\w.])\d+(?:\s*(?:,|x|×)\s*\d+)*(?![\w.])(?!\s*(?:,|x|×)\s*\d)", str(message))
+    sizes = [int(size) for size in shape]
+    return any([int(n) for n in re.split(r"\s*(?:,|x|×)\s*", text)] == sizes for text in written)
+
+
+def expect_shape_error(r, handle, what, shapes, mentions=()):
+    """A ValueError whose message names every shape of ``shapes`` (by the notebooks' rule) and contains
+    every text of ``mentions``."""
+    expect_value_error(r, handle, what, mentions=mentions)
+    message = r.raised(handle).message
+    expect(all(names_shape(message, shape) for shape in shapes),
+           f"the ValueError of {what} does not name the shapes {list(shapes)}: {message[:200]!r}")
 
 
 def module_reference(params, x, mask=None):
@@ -144,7 +168,7 @@ def test_sdpa(p):
         expect(bool(torch.all(w_b[:, 1] == 0) and torch.all(out_b[:, 1] == 0)),
                "a query with no allowed key does not get zero weights and output")
         expect_rows_sum_to_one(w_b[:, [0, 2]], "the rows with an allowed key")
-        expect_value_error(r, h_visible_error, "q (3, 4) and k (5, 3)", mentions=("(3, 4)", "(5, 3)"))
+        expect_shape_error(r, h_visible_error, "q (3, 4) and k (5, 3)", shapes=((3, 4), (5, 3)))
         for label, (ref_out, ref_w), h, atol, rtol in cases:
             got_out, got_w = pair(r, h, label)
             expect(tuple(got_w.shape) == tuple(ref_w.shape), f"{label}: weights have shape {tuple(got_w.shape)}")
@@ -156,7 +180,7 @@ def test_sdpa(p):
                "float32 scores in the tens of thousands gave inf or NaN")
         expect((big_w.sum(dim=-1) - 1).abs().max() < 1e-5, "with very large float32 scores the rows do not sum to 1")
         for shapes, words, h in h_errors:
-            expect_value_error(r, h, f"q, k, v of shapes {shapes}", mentions=words)
+            expect_shape_error(r, h, f"q, k, v of shapes {shapes}", shapes=[ast.literal_eval(w) for w in words])
 
     return judge
 
@@ -219,7 +243,7 @@ def test_self_attention(p):
         close_torch(out_b[0], out, atol=1e-5, rtol=1e-5, what="sequence 0 of a batch differs from the sequence alone")
         _, w_m = pair(r, h_masked, "attn(x_batch, mask=causal)")
         expect(bool(torch.all(w_m.masked_select(~causal) == 0)), "attn(x_batch, mask=causal) ignores the mask")
-        expect_value_error(r, h_wrong_width, "SelfAttention(6, 3) on x of shape (4, 5)", mentions=("6", "(4, 5)"))
+        expect_shape_error(r, h_wrong_width, "SelfAttention(6, 3) on x of shape (4, 5)", shapes=((4, 5),), mentions=("6",))
         for label, d_in, d_out, bias, h_facts_m, expected, params, cases, bad_shape, h_error in configs:
             facts = r.facts(h_facts_m, label)
             expect(facts["module"], f"{label} is not an nn.Module")
@@ -235,8 +259,8 @@ def test_self_attention(p):
                 expect(tuple(got_out.shape) == tuple(ref_out.shape), f"{label} on {what}: out has shape {tuple(got_out.shape)}")
                 close_torch(got_w, ref_w, atol=1e-5, rtol=1e-5, what=f"{label} on {what}: weights")
                 close_torch(got_out, ref_out, atol=1e-5, rtol=1e-5, what=f"{label} on {what}: out")
-            expect_value_error(r, h_error, f"{label} on x of shape {bad_shape}",
-                               mentions=(str(d_in), str(bad_shape)))
+            expect_shape_error(r, h_error, f"{label} on x of shape {bad_shape}", shapes=(bad_shape,),
+                               mentions=(str(d_in),))
 
     return judge
 

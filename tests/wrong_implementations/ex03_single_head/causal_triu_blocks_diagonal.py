@@ -1,4 +1,5 @@
 # The blocked cells are built with torch.triu including the diagonal: each query may not attend to itself.
+# caught by a visible test
 # %% patch: causal_attention
 -        lower = torch.ones(context_len, context_len, dtype=torch.bool).tril()
 -        self.register_buffer("causal_mask", lower)                    # (context_len, context_len), True = may attend

@@ -1,4 +1,5 @@
 # Masked scores filled with -1e9 instead of -inf: a query with no allowed key gets uniform weights, not zeros.
+# caught by a visible test
 # %% patch: sdpa
 -        logits = logits.masked_fill(~mask, float("-inf"))
 -        any_allowed = mask.any(dim=-1, keepdim=True)                  # (..., Tq or 1, 1)

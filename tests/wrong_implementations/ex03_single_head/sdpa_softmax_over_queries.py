@@ -1,4 +1,5 @@
 # Softmax over dim=-2 (the queries) instead of dim=-1 (the keys): columns sum to 1, rows do not.
+# caught by a visible test
 # %% patch: sdpa
 -        weights = torch.softmax(logits, dim=-1)
 +        weights = torch.softmax(logits, dim=-2)

@@ -1,4 +1,5 @@
 # Raw nn.Parameter matrices (d_in, d_out) instead of nn.Linear layers: no in/out features, no bias option.
+# caught by a visible test
 # %% patch: self_attention
 -        self.W_q = nn.Linear(d_in, d_out, bias=qkv_bias)   # weight (d_out, d_in)
 -        self.W_k = nn.Linear(d_in, d_out, bias=qkv_bias)   # weight (d_out, d_in)

@@ -1,4 +1,5 @@
 # SelfAttention computes its own scores and divides them by sqrt(d_in), the input width, instead of sqrt(d_k) = sqrt(d_out).
+# caught by a visible test
 # %% patch: self_attention
 -        return scaled_dot_product_attention(queries, keys, values, mask=mask)
 +        scores = queries @ keys.transpose(-2, -1) / self.d_in ** 0.5

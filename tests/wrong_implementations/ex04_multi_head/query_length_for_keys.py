@@ -1,4 +1,5 @@
 # The keys and values are reshaped with the length of the queries (B, T from query.shape): breaks cross-attention whenever Tq != Tk.
+# caught by a visible test
 # %% patch: multi_head_attention
 +        B, T, D = query.shape
          q = split_heads(self.W_q(query), self.num_heads)  # (B, H, Tq, d)
