@@ -25,6 +25,7 @@ import pytest
 
 from tests.conftest import submission_name, wrong_implementations
 from tools.paths import SOLUTIONS, assignments
+from tools.verification import probes
 
 ASSIGNMENTS = assignments()
 MARK = "# caught by a visible test"
@@ -266,7 +267,11 @@ def test_every_notebook_names_shapes_by_one_rule():
     assert len(set(sources.values())) == 1, f"names_shape differs between {sorted(sources)}"
     space = {"re": re}
     exec(next(iter(sources.values())), space)
-    names_shape = space["names_shape"]
+    for names_shape in (space["names_shape"], probes.names_shape):  # the notebooks', the verification's
+        check_shape_rule(names_shape)
+
+
+def check_shape_rule(names_shape):
     for written in ["(3, 4)", "(3,4)", "[3, 4]", "torch.Size([3, 4])", "3x4", "3 x 4", "3×4",
                     "shapes (3,4) and (5,3) not aligned"]:
         assert names_shape(f"bad input {written}!", (3, 4)), written

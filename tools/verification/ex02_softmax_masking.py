@@ -8,12 +8,11 @@ hidden tests' tolerances, run here on the plain numbers the sandbox returned.
 """
 
 import math
-import re
 
 import torch
 import torch.nn.functional as F
 
-from .probes import as_tensor, close_torch, expect, expect_value_error
+from .probes import as_tensor, close_torch, expect, expect_value_error, names_shape
 
 TOL = {torch.float16: dict(atol=1e-3, rtol=1e-3),
        torch.float32: dict(atol=1e-6, rtol=1e-5),
@@ -32,14 +31,6 @@ def expect_form(got, shape, dtype, what):
 
 def expect_unchanged(r, handle, original, what):
     expect(torch.equal(as_tensor(r.after(handle, 0), what), original), f"{what} modified its input")
-
-
-def names_shape(message, shape):
-    """The notebooks' rule: the message writes the shape as (3, 4), (3,4), [3, 4],
-    torch.Size([3, 4]), 3x4 or 3×4, and not as the start or end of a longer shape."""
-    written = re.findall(r"(?<![\w.])\d+(?:\s*(?:,|x|×)\s*\d+)*(?![\w.])(?!\s*(?:,|x|×)\s*\d)", str(message))
-    sizes = [int(size) for size in shape]
-    return any([int(n) for n in re.split(r"\s*(?:,|x|×)\s*", text)] == sizes for text in written)
 
 
 def expect_shape_error(r, handle, first, second, what):

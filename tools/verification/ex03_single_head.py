@@ -11,12 +11,11 @@ hidden tests' own bad inputs.
 
 import ast
 import math
-import re
 
 import torch
 import torch.nn.functional as F
 
-from .probes import close_torch, effective_params, expect, expect_value_error
+from .probes import close_torch, effective_params, expect, expect_value_error, names_shape
 
 
 def attention_reference(q, k, v, mask=None):
@@ -29,14 +28,6 @@ def attention_reference(q, k, v, mask=None):
         has_key = mask.any(dim=-1, keepdim=True)
         out, weights = torch.where(has_key, out, 0.0), torch.where(has_key, weights, 0.0)
     return out, weights
-
-
-def names_shape(message, shape):
-    """The notebooks' rule: the message writes the shape as (3, 4), (3,4), [3, 4],
-    torch.Size([3, 4]), 3x4 or 3×4, and not as the start or end of a longer shape."""
-    written = re.findall(r"(?<![\w.])\d+(?:\s*(?:,|x|×)\s*\d+)*(?![\w.])(?!\s*(?:,|x|×)\s*\d)", str(message))
-    sizes = [int(size) for size in shape]
-    return any([int(n) for n in re.split(r"\s*(?:,|x|×)\s*", text)] == sizes for text in written)
 
 
 def expect_shape_error(r, handle, what, shapes, mentions=()):
