@@ -28,8 +28,17 @@ c.CourseDirectory.course_id = "self-attention"
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "exercises"
 
-# Only the notebook itself is released: no data files, no helper modules.
-c.CourseDirectory.include = ["*.ipynb"]
+# What nbgrader's exchange carries (release_assignment, collect): notebooks,
+# plus the two files that a student's `nbgrader submit` writes itself:
+# timestamp.txt (when it was submitted, which decides whether it is late) and
+# submission_secret.txt (the key that release_feedback files the student's
+# feedback under; without these two, no collected submission is ever late and
+# `nbgrader release_feedback` fails). Nothing else: no data file or helper
+# module is released, and whatever else a student leaves in their assignment
+# folder (scratch files, a module of their own) stays behind. The exchange's
+# location is the machine's, not the course's: /etc/jupyter/nbgrader_config.py
+# names it for everyone (instructor/setup.md).
+c.CourseDirectory.include = ["*.ipynb", "timestamp.txt", "submission_secret.txt"]
 
 # The stub students see in place of each solution.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
