@@ -8,6 +8,8 @@
 #                 (ASSIGNMENT=..., COURSE=folder, JOBS=workers)
 #   make screenshots  every page at laptop and phone width, light and dark,
 #                 into _build/screenshots/ (builds the book first if needed)
+#   make hub      a local JupyterHub with the course, to try it as students do
+#                 (instructor/hub.md; PORT=8000, IP=127.0.0.1)
 #   make chapters re-execute the chapter notebooks in place (no timestamps)
 #   make clean    remove build output (keeps .venv)
 #
@@ -27,7 +29,7 @@ export PATH := $(BIN):$(PATH)
 export JUPYTER_PLATFORM_DIRS := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: venv book test release grade chapters screenshots clean
+.PHONY: venv book test release grade hub chapters screenshots clean
 
 venv: $(STAMP)
 
@@ -64,6 +66,9 @@ release: $(STAMP)
 
 grade: $(STAMP)
 	$(BIN)/python -m tools.grade --course "$(or $(COURSE),$(CURDIR))" $(if $(JOBS),--jobs $(JOBS)) $(ASSIGNMENT)
+
+hub: $(STAMP)
+	$(BIN)/python -m tools.hub $(if $(PORT),--port $(PORT)) $(if $(IP),--ip $(IP))
 
 chapters: $(STAMP)
 	for nb in chapters/*.ipynb; do \

@@ -1,0 +1,446 @@
+"""A local JupyterHub with the course on it, to see the course as students do.
+
+Usage: ``python -m tools.hub [--ip 127.0.0.1] [--port 8000]`` (what ``make hub``
+runs; instructor/hub.md explains it). It prepares everything under
+``_build/hub/``, then runs JupyterHub in the foreground until Ctrl-C:
+
+- JupyterHub from ``.venv`` (requirements.txt) and its proxy,
+  ``configurable-http-proxy``, from npm at version ``PROXY_VERSION``, installed
+  once into ``.venv/hub-proxy`` (needs ``node`` and ``npm`` from the system);
+- one shared password (``PASSWORD``) for the instructor and the students
+  (JupyterHub's SharedPasswordAuthenticator, which replaces the deprecated
+  password of its DummyAuthenticator);
+- every user's JupyterLab with nbgrader's extensions: the Assignments tab for
+  everyone, the formgrader for the instructor only;
+- nbgrader's exchange in ``_build/hub/exchange``, the course id
+  ``self-attention``, and the instructor's course folder
+  ``~instructor/self-attention``: the assignments' sources, their releases,
+  and an ``nbgrader_config.py`` that reads the repository's and then sets the
+  hub's exchange. Every assignment is released to the students at start.
+
+Run as root, each user is a real Unix user (created when missing) and gets
+their own JupyterLab as that user (JupyterHub's LocalProcessSpawner). Run as
+anyone else, every server runs as you, with its home folder under
+``_build/hub/home/<user>`` (SimpleLocalProcessSpawner): the same hub, without
+the separation between users.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pwd
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+from .paths import BIN, EXERCISES, ROOT, SOLUTIONS
+
+HUB = ROOT / "_build" / "hub"
+EXCHANGE = HUB / "exchange"
+#: configurable-http-proxy, JupyterHub's proxy, from npm (kept out of `make clean`'s way).
+PROXY_VERSION = "5.3.0"
+PROXY_DIR = ROOT / ".venv" / "hub-proxy"
+PROXY = PROXY_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
+
+COURSE_ID = "self-attention"
+INSTRUCTOR = "instructor"
+STUDENTS = ("ada", "alan", "grace")
+USERS = (INSTRUCTOR, *STUDENTS)
+PASSWORD = "attention"  # SharedPasswordAuthenticator wants at least 8 characters
+
+# The lab extensions and server extension of nbgrader that only the instructor needs.
+INSTRUCTOR_ONLY_LAB = ("formgrader", "create-assignment", "course-list")
+
+CREATED_USERS = HUB / "created-users.json"
+OPENED_FOLDERS = HUB / "opened-folders.json"
+
+
+class HubError(RuntimeError):
+    """Something the machine lacks; the message says what to do."""
+
+
+def is_root():
+    return os.geteuid() == 0
+
+
+def home(user):
+    """The user's home folder (and their JupyterLab's root)."""
+    if is_root():
+        return Path(pwd.getpwnam(user).pw_dir)
+    return HUB / "home" / user
+
+
+def course_folder():
+    return home(INSTRUCTOR) / COURSE_ID
+
+
+def assignments():
+    return sorted(p.name for p in EXERCISES.iterdir() if (p / f"{p.name}.ipynb").is_file())
+
+
+# --- what the machine must provide --------------------------------------------
+
+
+def ensure_proxy():
+    """configurable-http-proxy at PROXY_VERSION in PROXY_DIR; return its path."""
+    package = PROXY_DIR / "node_modules" / "configurable-http-proxy" / "package.json"
+    if package.is_file() and json.loads(package.read_text()).get("version") == PROXY_VERSION and PROXY.exists():
+        return PROXY
+    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
+    if missing:
+        raise HubError(
+            f"the hub's proxy runs on Node.js: {' and '.join(missing)} not found "
+            "(Debian, Ubuntu: `sudo apt-get install nodejs npm`)"
+        )
+    print(f"installing configurable-http-proxy {PROXY_VERSION} into {PROXY_DIR} (npm)", flush=True)
+    subprocess.run(
+        ["npm", "install", "--prefix", str(PROXY_DIR), "--no-save", "--no-audit", "--no-fund",
+         "--loglevel=error", f"configurable-http-proxy@{PROXY_VERSION}"],
+        check=True,
+    )
+    return PROXY
+
+
+def ensure_users():
+    """As root: create the hub's users that do not exist (recorded for remove_users)."""
+    created = json.loads(CREATED_USERS.read_text()) if CREATED_USERS.is_file() else []
+    for user in USERS:
+        try:
+            pwd.getpwnam(user)
+        except KeyError:
+            print(f"creating the Unix user {user}", flush=True)
+            subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", user], check=True)
+            os.chmod(home(user), 0o700)  # private, as on a real hub (setup.md)
+            created.append(user)
+    CREATED_USERS.write_text(json.dumps(sorted(set(created))))
+
+
+def remove_users():
+    """As root: remove the users that ensure_users created, with their home folders."""
+    if not CREATED_USERS.is_file():
+        return
+    for user in json.loads(CREATED_USERS.read_text()):
+        subprocess.run(["pkill", "-KILL", "-u", user], check=False)
+        subprocess.run(["userdel", "--remove", user], check=False, stderr=subprocess.DEVNULL)
+    CREATED_USERS.unlink()
+
+
+def folders_to_open():
+    """The folders that other users cannot enter but must, to run .venv's Python
+    and read the repository (a Python installed under /root, say)."""
+    needed = [Path(os.path.realpath(BIN / "python")).parent, ROOT]
+    blocked = []
+    for target in needed:
+        for folder in [*reversed(target.parents), target]:
+            if not os.stat(folder).st_mode & stat.S_IXOTH and folder not in blocked:
+                blocked.append(folder)
+    return blocked
+
+
+def open_folders():
+    """As root: let everyone enter (not list) the folders on the way to .venv's
+    Python; close_folders() puts their modes back."""
+    opened = json.loads(OPENED_FOLDERS.read_text()) if OPENED_FOLDERS.is_file() else {}
+    for folder in folders_to_open():
+        mode = stat.S_IMODE(os.stat(folder).st_mode)
+        print(f"letting the hub's users enter {folder} (chmod o+x until the hub stops)", flush=True)
+        opened.setdefault(str(folder), mode)
+        os.chmod(folder, mode | stat.S_IXOTH)
+    OPENED_FOLDERS.write_text(json.dumps(opened))
+
+
+def close_folders():
+    if not OPENED_FOLDERS.is_file():
+        return
+    for folder, mode in json.loads(OPENED_FOLDERS.read_text()).items():
+        os.chmod(folder, mode)
+    OPENED_FOLDERS.unlink()
+
+
+# --- configuration ------------------------------------------------------------
+
+
+def user_environment(user):
+    """The environment of a user's JupyterLab and of commands run as that user."""
+    kind = "instructor" if user == INSTRUCTOR else "student"
+    return {
+        "HOME": str(home(user)),
+        "USER": user,
+        "PATH": f"{BIN}{os.pathsep}/usr/local/bin{os.pathsep}/usr/bin{os.pathsep}/bin",
+        "JUPYTER_CONFIG_PATH": str(HUB / f"jupyter-{kind}"),
+        "JUPYTER_PLATFORM_DIRS": "1",
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+        "PYTHONWARNINGS": "ignore::DeprecationWarning",
+        # GRADING_SANDBOX=off (grading without bubblewrap, tests/conftest.py) reaches `make grade` too.
+        **({"GRADING_SANDBOX": os.environ["GRADING_SANDBOX"]} if "GRADING_SANDBOX" in os.environ else {}),
+    }
+
+
+def as_user(user, args, cwd=None, check=True, **kwargs):
+    """Run a command as one of the hub's users (runuser as root), in their environment."""
+    env = user_environment(user)
+    prefix = ["runuser", "-u", user, "--"] if is_root() else []
+    command = [*prefix, "env", *(f"{k}={v}" for k, v in env.items()), *map(str, args)]
+    return subprocess.run(command, cwd=cwd or home(user), check=check, text=True, **kwargs)
+
+
+def write_file(path, text, mode=0o644):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    os.chmod(path, mode)
+
+
+def nbgrader_settings(**settings):
+    lines = ["# Written by tools/hub.py for the course's JupyterHub.", "c = get_config()  # noqa: F821"]
+    lines += [f"c.{name} = {value!r}" for name, value in settings.items()]
+    return "\n".join(lines) + "\n"
+
+
+def write_user_config():
+    """The Jupyter configuration folders of students and instructor (JUPYTER_CONFIG_PATH)."""
+    common = {"Exchange.root": str(EXCHANGE), "CourseDirectory.course_id": COURSE_ID}
+    student = HUB / "jupyter-student"
+    write_file(student / "nbgrader_config.py", nbgrader_settings(**common))
+    # Students see the Assignments tab only: no formgrader, no assignment creation, no course list.
+    disabled = {f"@jupyter/nbgrader:{name}": True for name in INSTRUCTOR_ONLY_LAB}
+    write_file(student / "labconfig" / "page_config.json", json.dumps({"disabledExtensions": disabled}, indent=1))
+    off = {f"nbgrader.server_extensions.{name}": False for name in ("formgrader", "course_list")}
+    server_config = {"ServerApp": {"jpserver_extensions": off}}
+    write_file(student / "jupyter_server_config.json", json.dumps(server_config, indent=1))
+    instructor = HUB / "jupyter-instructor"
+    write_file(instructor / "nbgrader_config.py",
+               nbgrader_settings(**common, **{"CourseDirectory.root": str(course_folder())}))
+
+
+COURSE_CONFIG = '''\
+"""The course folder of the course's JupyterHub (written by tools/hub.py at each start).
+
+The repository's nbgrader_config.py, then what the hub changes: this folder
+is the course, and releases and submissions go through the hub's exchange.
+"""
+c = get_config()  # noqa: F821
+load_subconfig({repo_config!r})  # noqa: F821
+c.CourseDirectory.root = {root!r}
+c.CourseDirectory.course_id = {course_id!r}
+c.Exchange.root = {exchange!r}
+'''
+
+
+def prepare_course():
+    """The instructor's course folder: the repository's sources and releases, copied
+    at each start, and the configuration; grades and submissions are kept."""
+    folder = course_folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, source in (("solutions", SOLUTIONS), ("exercises", EXERCISES)):
+        shutil.copytree(source, folder / name, dirs_exist_ok=True)
+    (folder / "nbgrader_config.py").write_text(COURSE_CONFIG.format(
+        repo_config=str(ROOT / "nbgrader_config.py"), root=str(folder), course_id=COURSE_ID,
+        exchange=str(EXCHANGE),
+    ))
+    if is_root():
+        subprocess.run(["chown", "-R", f"{INSTRUCTOR}:", str(folder)], check=True)
+
+
+STUDENT_NAMES = {"ada": ("Ada", "Lovelace"), "alan": ("Alan", "Turing"), "grace": ("Grace", "Hopper")}
+#: Set-up steps still running in the background, while the hub starts (wait_for_setup).
+PENDING = []
+
+
+def as_instructor(*args):
+    """Run an nbgrader command in the course folder as the instructor; raise HubError if it fails."""
+    proc = as_user(INSTRUCTOR, [BIN / "nbgrader", *args, "--log-level=WARN"], cwd=course_folder(),
+                   check=False, capture_output=True)
+    if proc.returncode != 0:
+        raise HubError(f"nbgrader {' '.join(map(str, args))} failed:\n{proc.stdout}{proc.stderr}")
+
+
+def import_students():
+    """The class list in a new gradebook (nbgrader db student import), as setup.md does it."""
+    folder = course_folder()
+    if (folder / "gradebook.db").exists():
+        return
+    rows = ["id,first_name,last_name", *(f"{user},{','.join(STUDENT_NAMES[user])}" for user in STUDENTS)]
+    (folder / "students.csv").write_text("\n".join(rows) + "\n")
+    if is_root():
+        shutil.chown(folder / "students.csv", INSTRUCTOR)
+    as_instructor("db", "student", "import", "students.csv")
+
+
+def release(names):
+    """Release assignments to the exchange, as the instructor (nbgrader release_assignment)."""
+    for name in names:
+        as_instructor("release_assignment", name, "--force")
+
+
+PENDING_ERRORS = []
+
+
+def in_background(function, *args):
+    """Run a set-up step in a thread; wait_for_setup() waits for it and reports its failure."""
+
+    def run():
+        try:
+            function(*args)
+        except HubError as error:
+            PENDING_ERRORS.append(error)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    PENDING.append(thread)
+
+
+def wait_for_setup():
+    """Wait for the set-up steps that run in the background; raise HubError if one failed."""
+    while PENDING:
+        PENDING.pop().join()
+    if PENDING_ERRORS:
+        raise PENDING_ERRORS.pop()
+
+
+HUB_CONFIG = '''\
+"""JupyterHub for the course, written by tools/hub.py (instructor/hub.md)."""
+import json
+
+c = get_config()  # noqa: F821
+HUB = {hub!r}
+ENVIRONMENT = json.loads({environment!r})
+
+c.JupyterHub.bind_url = {url!r}
+c.JupyterHub.hub_bind_url = "http://127.0.0.1:{hub_port}"
+c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{api_port}"
+c.ConfigurableHTTPProxy.command = [{proxy!r}]
+c.JupyterHub.db_url = "sqlite:///" + HUB + "/jupyterhub.sqlite"
+c.JupyterHub.cookie_secret_file = HUB + "/jupyterhub_cookie_secret"
+c.JupyterHub.pid_file = HUB + "/jupyterhub.pid"
+c.JupyterHub.cleanup_servers = True
+
+# One shared password; only these users.
+c.JupyterHub.authenticator_class = "shared-password"
+c.SharedPasswordAuthenticator.user_password = {password!r}
+c.Authenticator.allowed_users = set({users!r})
+
+# Each user's JupyterLab, from the course's .venv, with nbgrader's extensions.
+c.JupyterHub.spawner_class = {spawner!r}
+{home_template}c.Spawner.cmd = [{singleuser!r}]
+c.Spawner.default_url = "/lab"
+c.Spawner.start_timeout = 120
+c.Spawner.http_timeout = 120
+c.Spawner.environment = {{
+    key: (lambda spawner, key=key: ENVIRONMENT[spawner.user.name][key])
+    for key in ("PATH", "JUPYTER_CONFIG_PATH", "JUPYTER_PLATFORM_DIRS",
+                "PYDEVD_DISABLE_FILE_VALIDATION", "PYTHONWARNINGS")
+}}
+'''
+
+
+def write_hub_config(ip="127.0.0.1", port=8000, hub_port=None, api_port=None):
+    path = HUB / "jupyterhub_config.py"
+    environment = {user: user_environment(user) for user in USERS}
+    if is_root():
+        spawner, template = "jupyterhub.spawner.LocalProcessSpawner", ""
+    else:
+        spawner = "jupyterhub.spawner.SimpleLocalProcessSpawner"
+        template = f"c.SimpleLocalProcessSpawner.home_dir_template = {str(HUB / 'home' / '{username}')!r}\n"
+    write_file(path, HUB_CONFIG.format(
+        hub=str(HUB), environment=json.dumps(environment), url=f"http://{ip}:{port}",
+        hub_port=hub_port or port + 81, api_port=api_port or port + 1, proxy=str(PROXY),
+        password=PASSWORD, users=sorted(USERS), spawner=spawner, home_template=template,
+        singleuser=str(BIN / "jupyterhub-singleuser"),
+    ), mode=0o600)
+    return path
+
+
+def setup(ip="127.0.0.1", port=8000, hub_port=None, api_port=None, released=None):
+    """Everything the hub needs, under _build/hub; return the command that runs it.
+
+    ``released``: the assignments to release to the students (default: all of
+    them). The class list and the release go on in the background: call
+    wait_for_setup() before relying on them.
+    """
+    HUB.mkdir(parents=True, exist_ok=True)
+    os.chmod(HUB, 0o755)
+    ensure_proxy()
+    if is_root():
+        ensure_users()
+        open_folders()
+    else:
+        for user in USERS:
+            home(user).mkdir(parents=True, exist_ok=True)
+    EXCHANGE.mkdir(exist_ok=True)
+    os.chmod(EXCHANGE, 0o1777)  # every user writes here (nbgrader's exchange)
+    write_user_config()
+    prepare_course()
+    # Creating the gradebook and releasing take a while: they go on while the hub starts.
+    in_background(import_students)
+    in_background(release, assignments() if released is None else released)
+    config = write_hub_config(ip, port, hub_port, api_port)
+    return [str(BIN / "jupyterhub"), "-f", str(config)]
+
+
+def wait_until_up(url, process=None, timeout=60):
+    """Wait for the hub to answer at ``url`` (its base URL)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise HubError(f"JupyterHub exited with status {process.returncode}")
+        try:
+            with urllib.request.urlopen(url.rstrip("/") + "/hub/api", timeout=2):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise HubError(f"JupyterHub did not answer at {url} within {timeout} s")
+
+
+def start(command, log=None):
+    """Start JupyterHub (in _build/hub) in the background; return the process."""
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return subprocess.Popen(command, cwd=HUB, env=env, stdout=log, stderr=subprocess.STDOUT if log else None)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ip", default="127.0.0.1", help="address to listen on (default: this machine only)")
+    parser.add_argument("--port", type=int, default=8000, help="port of the hub (default: 8000)")
+    args = parser.parse_args(argv)
+    # `kill` (SIGTERM) stops the hub as Ctrl-C does, putting folders' permissions back.
+    signal.signal(signal.SIGTERM, _interrupt)
+    url = f"http://{'127.0.0.1' if args.ip in ('0.0.0.0', '') else args.ip}:{args.port}/"
+    process = None
+    try:
+        process = start(setup(args.ip, args.port))
+        wait_for_setup()
+        wait_until_up(url, process, timeout=120)
+        print(f"\nJupyterHub at {url}: log in as {INSTRUCTOR} (formgrader, course folder "
+              f"{course_folder()}) or as a student ({', '.join(STUDENTS)}), password {PASSWORD!r}.\n"
+              "Ctrl-C stops it.\n", flush=True)
+        return process.wait()
+    except HubError as error:
+        print(f"make hub: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        if is_root():
+            close_folders()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
