@@ -67,6 +67,18 @@ MUST_BE_CAUGHT = {
         "fully_masked_rows_nan", "key_value_swapped", "key_projected_with_W_q", "query_length_for_keys",
         "no_output_projection", "weights_averaged_over_heads", "projections_shared", "bias_ignored", "mask_ignored",
     ],
+    "ex05_positions": [
+        "alibi_future_below_diagonal", "alibi_future_minus_1e9", "alibi_future_zero", "alibi_no_power_of_two_check",
+        "alibi_one_head", "alibi_positive_distance", "alibi_slopes_from_h0", "alibi_slopes_reversed",
+        "eq_always_false", "eq_always_true", "eq_exact_comparison", "eq_ignores_atol", "eq_inverse_permutation",
+        "eq_judges_last_item", "eq_output_not_permuted", "eq_permutes_batch", "eq_permutes_features",
+        "eq_reversal_only", "ra_only_queries_rotated", "ra_rope_on_values", "ra_scaled_by_d_v",
+        "ra_softmax_over_queries", "ra_unscaled", "rope_angle_sign", "rope_exponent_i_over_d",
+        "rope_float32_output", "rope_ignores_positions", "rope_in_place", "rope_indexes_axis_1",
+        "rope_positions_start_at_1", "rope_positive_exponent", "rope_rotate_halves", "sin_blocks_concatenated",
+        "sin_cos_swapped", "sin_exponent_i_over_D", "sin_float64_output", "sin_frequencies_multiply",
+        "sin_no_even_check", "sin_positions_start_at_1",
+    ],
 }
 
 
