@@ -143,7 +143,7 @@ SEQUENTIAL = {
     "w2-find": FIND + ANSWER,
     "w3-probe": PROBE + ANSWER,
     "w4-crash": CRASH + CRASH_END,
-    "w5-after": "import sys\nprint('torch preloaded:', 'torch' in sys.modules)\n" + ANSWER,
+    "w5-after": "import sys\nprint('forked:', 'verification_harness' in sys.modules)\n" + ANSWER,
 }
 PARALLEL = {"p1-probe": PROBE + ANSWER, "p2-probe": PROBE + ANSWER}
 
@@ -196,10 +196,10 @@ def assert_full_marks_verified(graded, student):
 
 def test_the_warm_template_graded_them(sequential):
     """These kernels were forked from the warm template, which has imported
-    PyTorch (ex01_by_hand itself never imports it), not started afresh."""
+    the verification harness (no kernel started afresh has), not started anew."""
     path = sequential["course"].root / "autograded" / "w5-after" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     outputs = [o.get("text", "") for c in nbformat.read(str(path), as_version=4).cells for o in c.get("outputs", [])]
-    assert "torch preloaded: True\n" in outputs, report(sequential["proc"])
+    assert "forked: True\n" in outputs, report(sequential["proc"])
 
 
 def test_nothing_left_behind_reaches_the_next_submission(sequential):

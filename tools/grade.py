@@ -177,6 +177,9 @@ def grade_in_private_course(course_root: str, assignment: str, student: str, sna
     # Every private course of this run is under the staging folder: one warm
     # template per worker serves them all (tools/warm.py).
     warm.set_kernel_roots([private.parent], base=private.parent)
+    if not warm.kernel_template_running():
+        warm.set_kernel_preload(["torch"] if warm.uses_torch(*(layout.root / layout.source / assignment).glob(
+            "*.ipynb")) else [])
     before = dict(PHASES)
     shutil.copy(layout.root / CONFIG_FILE, private / CONFIG_FILE)
     source = layout.root / layout.source / assignment

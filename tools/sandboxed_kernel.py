@@ -120,7 +120,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             return None
         try:
             return warm.kernel_template(workdir, self.memory_bytes)
-        except (warm.TemplateError, OSError) as error:
+        except Exception as error:  # noqa: BLE001 - the kernel then starts as a fresh sandboxed Python
             self.log.warning("No warm template (%s): the kernel starts a fresh sandboxed Python", error)
             return None
 

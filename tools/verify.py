@@ -485,7 +485,11 @@ def verify(course, todo=None, assignments=(), jobs=None, seed=None, out=sys.stdo
             except Exception as error:  # noqa: BLE001 - grading is done; say why this assignment is not verified
                 print(f"  {name}: NOT VERIFIED: {error}", file=out, flush=True)
         work = [(a, s) for a, s in todo if a in prepared]
-        templates = Templates(staging, max((p.limits.memory_bytes for p in prepared.values()), default=0))
+        from .warm import uses_torch
+
+        templates = Templates(staging, max((p.limits.memory_bytes for p in prepared.values()), default=0),
+                              ["torch"] if uses_torch(*(layout.root / layout.source / name / f"{name}.ipynb"
+                                                        for name in prepared)) else [])
 
         def one(index_item):
             index, (name, student) = index_item
@@ -530,10 +534,10 @@ class Templates:
     once per thread. A template that fails is replaced; meanwhile that
     submission is verified in a fresh sandboxed Python."""
 
-    def __init__(self, staging: Path, memory_bytes: int):
+    def __init__(self, staging: Path, memory_bytes: int, preload=("torch",)):
         import threading
 
-        self.staging, self.memory_bytes = staging, memory_bytes
+        self.staging, self.memory_bytes, self.preload = staging, memory_bytes, list(preload)
         self.local = threading.local()
         self.lock = threading.Lock()
         self.started = []
@@ -546,8 +550,9 @@ class Templates:
         template = getattr(self.local, "template", None)
         if template is None or not template.alive():
             try:
-                template = warm.Template([self.staging], memory_bytes=self.memory_bytes, base=self.staging)
-            except (warm.TemplateError, OSError):
+                template = warm.Template([self.staging], memory_bytes=self.memory_bytes, base=self.staging,
+                                         preload=self.preload)
+            except Exception:  # noqa: BLE001 - this submission gets a fresh sandboxed Python instead
                 return verify_submission(assignment, notebook, workdir)
             self.local.template = template
             with self.lock:

@@ -3,7 +3,8 @@
 Starting Python and importing PyTorch takes about 1.5 s; the cells of a
 submission run in about half a second. A template (tools/warm_template.py) is
 one sandboxed Python (tools/sandbox.py: bubblewrap, limits) that has imported
-NumPy, PyTorch, ipykernel and the verification harness, and never runs student
+NumPy, ipykernel, the verification harness and, for assignments that use it,
+PyTorch, and never runs student
 code. For each submission it forks a child that becomes a fresh sandbox of its
 own before it touches the submission (new namespaces nested in the
 template's, fresh /tmp and /dev/shm, only the submission's folders visible,
@@ -56,7 +57,7 @@ def canonical(path) -> str:
 class Template:
     """One warm template process, sandboxed, serving requests on a unix socket."""
 
-    def __init__(self, roots, *, memory_bytes: int = 2 * 1024**3, python=None, base=None):
+    def __init__(self, roots, *, memory_bytes: int = 2 * 1024**3, python=None, base=None, preload=("torch",)):
         sandbox.check_available()
         self.roots = [canonical(r) for r in roots]
         self.memory_bytes = int(memory_bytes)
@@ -66,7 +67,7 @@ class Template:
         self.log = tempfile.TemporaryFile()
         env = sandbox.sandbox_env(PATH=f"{self.python.absolute().parent}:{sandbox.DEFAULT_ENV['PATH']}")
         command = sandbox.sandboxed_command(
-            [self.python, TEMPLATE, self.socket, HARNESS, *self.roots],
+            [self.python, TEMPLATE, self.socket, HARNESS, ",".join(preload), *self.roots],
             self.control,
             memory_bytes=self.memory_bytes,
             cpu_seconds=10**6,  # the template's own CPU time; each child gets its own limit
@@ -90,12 +91,17 @@ class Template:
             ready = selector.select(timeout=START_SECONDS)
         line = self.process.stdout.readline() if ready else b"(no answer in time)"
         if line.strip() != b"ready":
+            errors = self.errors()
             self.close()
-            raise TemplateError(f"the warm template did not start: {line!r} {self.errors()}")
+            raise TemplateError(f"the warm template did not start: {line!r} {errors}")
 
     def errors(self) -> str:
-        self.log.seek(0)
-        return self.log.read()[-2000:].decode(errors="replace")
+        """What the template (and the children, before they run the payload) wrote to stderr."""
+        try:
+            self.log.seek(0)
+            return self.log.read()[-2000:].decode(errors="replace")
+        except (OSError, ValueError):
+            return ""
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -194,6 +200,27 @@ def kernel_private_root() -> Path:
     return _kernel_root
 
 
+def uses_torch(*notebooks) -> bool:
+    """Whether any of these notebooks imports PyTorch: only then is it worth
+    importing in a template (about 1.5 s of its start)."""
+    for notebook in notebooks:
+        try:
+            if "import torch" in Path(notebook).read_text(errors="replace"):
+                return True
+        except OSError:
+            return True
+    return False
+
+
+def set_kernel_preload(modules):
+    """Modules the next kernel template of this process imports."""
+    global _preload
+    _preload = tuple(modules)
+
+
+_preload = ("torch",)
+
+
 def kernel_template(workdir, memory_bytes) -> Template | None:
     """This process's template for kernels in ``workdir``, started on first
     use; None if warm templates are off or cannot serve this folder."""
@@ -212,7 +239,7 @@ def kernel_template(workdir, memory_bytes) -> Template | None:
         # never a folder as wide as / or /home.
         folder = Path(canonical(workdir))
         roots = [private, *(_kernel_roots or [folder.parents[1] if len(folder.parts) >= 5 else folder])]
-        template = Template(roots, memory_bytes=memory_bytes, base=_base)
+        template = Template(roots, memory_bytes=memory_bytes, base=_base, preload=_preload)
         if not template.covers(wanted):
             template.close()
             return None
@@ -221,6 +248,10 @@ def kernel_template(workdir, memory_bytes) -> Template | None:
 
         atexit.register(close_kernel_template)
     return template
+
+
+def kernel_template_running() -> bool:
+    return _kernel_template is not None and _kernel_template.alive()
 
 
 def close_kernel_template():

@@ -1,10 +1,10 @@
 """A warm template: forks a fresh, sandboxed Python for each submission.
 
-``python warm_template.py SOCKET ROOT [ROOT ...]`` is started by tools/warm.py
-only, inside the bubblewrap sandbox of tools/sandbox.py (it sees what a
+``python warm_template.py SOCKET HARNESS PRELOAD ROOT [ROOT ...]`` is started
+by tools/warm.py only, inside the bubblewrap sandbox of tools/sandbox.py (it sees what a
 sandboxed kernel sees, and the ROOT folders). It imports once what every
-kernel and every verification needs (NumPy, PyTorch, ipykernel, the
-verification harness), and then, for each request on SOCKET, forks a child
+kernel and every verification needs (NumPy, ipykernel, the verification
+harness, and the modules PRELOAD names: PyTorch, for assignments that use it), and then, for each request on SOCKET, forks a child
 that becomes a fresh sandbox before it touches the submission:
 
 - new user, mount, PID, IPC, network and UTS namespaces, nested in the
@@ -288,14 +288,17 @@ def finish(selector, running, conn, kill):
 
 
 def main(argv):
-    sock_path, harness_path, roots = argv[1], argv[2], [os.path.realpath(r) for r in argv[3:]]
+    sock_path, harness_path, preload = argv[1], argv[2], [m for m in argv[3].split(",") if m]
+    roots = [os.path.realpath(r) for r in argv[4:]]
     global HARNESS
     import importlib.util
 
     # What the children need, imported once. None of it runs a PyTorch
     # operation or starts a thread.
     import numpy  # noqa: F401
-    import torch  # noqa: F401
+
+    for module in preload:  # PyTorch, for the assignments that use it
+        importlib.import_module(module)
     import IPython  # noqa: F401
     import ipykernel.ipkernel  # noqa: F401
     from ipykernel import kernelapp  # noqa: F401
