@@ -143,7 +143,7 @@ SEQUENTIAL = {
     "w2-find": FIND + ANSWER,
     "w3-probe": PROBE + ANSWER,
     "w4-crash": CRASH + CRASH_END,
-    "w5-after": "import sys\nprint('forked:', 'verification_harness' in sys.modules)\n" + ANSWER,
+    "w5-after": "print('forked:', 'warm_template.py' in open('/proc/self/cmdline').read())\n" + ANSWER,
 }
 PARALLEL = {"p1-probe": PROBE + ANSWER, "p2-probe": PROBE + ANSWER}
 
@@ -195,8 +195,8 @@ def assert_full_marks_verified(graded, student):
 
 
 def test_the_warm_template_graded_them(sequential):
-    """These kernels were forked from the warm template, which has imported
-    the verification harness (no kernel started afresh has), not started anew."""
+    """These kernels were forked from the warm template (a forked process
+    keeps its command line), not started anew as `python -m ipykernel_launcher`."""
     path = sequential["course"].root / "autograded" / "w5-after" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     outputs = [o.get("text", "") for c in nbformat.read(str(path), as_version=4).cells for o in c.get("outputs", [])]
     assert "forked: True\n" in outputs, report(sequential["proc"])
