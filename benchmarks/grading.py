@@ -1,24 +1,29 @@
 """How fast does a class get graded? Stock nbgrader against `make grade`.
 
-Usage: ``.venv/bin/python benchmarks/grading.py [--submissions 24] [--assignment ex01_by_hand] [--jobs N]``
+Usage: ``.venv/bin/python benchmarks/grading.py [--submissions 12] [--assignment NAME ...] [--jobs N]``
 
-Builds N synthetic submissions of one assignment — correct, partly wrong (the
-known-wrong implementations of tests/wrong_implementations/), blank, and
-crashing (answer cells that raise) — in two identical temporary courses, and
-grades each course once, timing the whole job: autograde, feedback and
-grades.csv.
+For every assignment (or those named), builds N synthetic submissions —
+correct, partly wrong (the known-wrong implementations of
+tests/wrong_implementations/), blank, and crashing (answer cells that raise) —
+in identical temporary courses, and grades each course once, timing the whole
+job: autograde, feedback, grades.csv and, for `make grade`, verification.
 
 - stock: sequential nbgrader, as its documentation has you run it:
   `nbgrader autograde`, `nbgrader generate_feedback`, `nbgrader export`, with
   nbgrader's own Execute and feedback preprocessors (no sandbox);
-- make grade: `make grade COURSE=...` with JOBS=1 and with JOBS=N (default:
-  the number of cores), sandboxed, without verification (GRADING_VERIFY=off);
-- make grade JOBS=N as instructors run it: with every grade verified outside
-  the notebook (tools/verify.py, integrity.csv), to measure what that adds.
+- make grade, as instructors run it (sandboxed, every grade verified outside
+  the notebook: tools/verify.py), with JOBS=1 and JOBS=N (default: the number
+  of cores): kernels and verifications forked from one warm template per
+  worker (tools/warm.py);
+- the same with GRADING_WARM=off: every kernel and every verification starts
+  a fresh sandboxed Python (how `make grade` worked before the templates).
 
-It prints notebooks per second side by side and checks that every submission
-gets exactly the same score in every cell from all runs, and that verification
-flags none of these honest submissions.
+It prints, per assignment, the seconds and the speed-up over stock of each
+run, the seconds per phase that `make grade` reports (worker seconds summed
+over submissions: kernel start, cells, kernel stop, nbgrader's own work,
+feedback; and the wall-clock seconds of verification), and checks that every
+submission gets exactly the same score in every cell from all runs, and that
+verification flags none of these honest submissions.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import argparse
 import csv
 import itertools
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -39,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tools.grade import default_jobs  # noqa: E402
 from tools.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code  # noqa: E402
-from tools.paths import EXERCISES, ROOT, SOLUTIONS, WRONG_IMPLEMENTATIONS  # noqa: E402
+from tools.paths import EXERCISES, ROOT, SOLUTIONS, WRONG_IMPLEMENTATIONS, assignments  # noqa: E402
 
 
 def stock_config() -> str:
@@ -106,69 +112,98 @@ def cell_scores(course, assignment):
     return {student: result["cells"] for student, result in course.scores(assignment).items()}
 
 
+PHASES = re.compile(r"worker seconds per phase, all submissions: (.*)")
+GRADED = re.compile(r"graded \d+ of \d+ in ([\d.]+) s")
+VERIFIED = re.compile(r"verified (\d+) submission\(s\) in ([\d.]+) s; (\d+) flagged")
+
+
+def make_grade(course, jobs, warm=True):
+    """Seconds, what make grade printed, per phase, and integrity rows."""
+    env = {**os.environ, "GRADING_WARM": "on" if warm else "off"}
+    start = time.perf_counter()
+    proc = subprocess.run(["make", "--no-print-directory", "grade", f"COURSE={course.root}", f"JOBS={jobs}"],
+                          cwd=ROOT, text=True, capture_output=True, env=env)
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"make grade failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    phases = {}
+    match = PHASES.search(proc.stdout)
+    if match:
+        for part in match.group(1).split("; "):
+            name, _, value = part.rpartition(" ")
+            phases[name] = float(value)
+    graded = GRADED.search(proc.stdout)
+    verified = VERIFIED.search(proc.stdout)
+    phases["autograde + feedback, wall clock"] = float(graded.group(1)) if graded else float("nan")
+    phases["verification, wall clock"] = float(verified.group(2)) if verified else float("nan")
+    with open(course.root / "integrity.csv", newline="") as f:
+        integrity = list(csv.DictReader(f))
+    return seconds, phases, integrity
+
+
+def benchmark(assignment, n, jobs, tmp: Path, out=sys.stdout):
+    """{run name: (seconds, phases, scores)} for one assignment; raises if scores differ."""
+    submissions = synthetic_submissions(assignment, n)
+    runs = {}
+    stock = new_course(tmp / f"{assignment}-stock", assignment, submissions, stock_config())
+    seconds = 0.0
+    for step in (["autograde", assignment], ["generate_feedback", assignment], ["export"]):
+        seconds += timed([str(ROOT / ".venv" / "bin" / "nbgrader"), *step], stock.root)
+    runs["stock nbgrader"] = (seconds, {}, cell_scores(stock, assignment))
+    print(f"  {assignment}: stock nbgrader {seconds:.1f} s", file=out, flush=True)
+    problems = []
+    plan = [(j, True) for j in sorted({1, jobs})] + [(jobs, False)]
+    for j, warm in plan:
+        name = f"make grade JOBS={j}" + ("" if warm else ", GRADING_WARM=off (before)")
+        course = new_course(tmp / f"{assignment}-{j}-{warm}", assignment, submissions)
+        seconds, phases, integrity = make_grade(course, j, warm)
+        runs[name] = (seconds, phases, cell_scores(course, assignment))
+        flagged = [row["student_id"] for row in integrity if row["flagged"] != "no"]
+        if len(integrity) != n or flagged:
+            problems.append(f"{name}: {len(integrity)} of {n} verified; flagged: {flagged}")
+        print(f"  {assignment}: {name} {seconds:.1f} s", file=out, flush=True)
+    baseline = runs["stock nbgrader"][2]
+    for name, (_, _, scores) in runs.items():
+        for student in sorted(baseline):
+            if scores.get(student) != baseline[student]:
+                problems.append(f"{name}: {student}: {scores.get(student)} != stock {baseline[student]}")
+    return runs, problems
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--submissions", type=int, default=24)
-    parser.add_argument("--assignment", default="ex01_by_hand")
+    parser.add_argument("--submissions", type=int, default=12)
+    parser.add_argument("--assignment", action="append", default=None,
+                        help="an assignment to time (repeatable; default: every assignment)")
     parser.add_argument("--jobs", type=int, default=default_jobs())
     args = parser.parse_args(argv)
-    n, assignment = args.submissions, args.assignment
-    submissions = synthetic_submissions(assignment, n)
-    env_path = f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
-    os.environ["PATH"] = env_path
-
-    runs = {}
+    n = args.submissions
+    names = args.assignment or assignments()
+    os.environ["PATH"] = f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    results, problems = {}, []
+    print(f"{n} submissions of each of {', '.join(names)} on {os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory(prefix="grading-benchmark-") as tmp:
-        tmp = Path(tmp)
-        print(f"{n} submissions of {assignment} on {os.cpu_count()} cores", flush=True)
+        for assignment in names:
+            results[assignment], found = benchmark(assignment, n, args.jobs, Path(tmp))
+            problems += found
 
-        stock = new_course(tmp / "stock", assignment, submissions, stock_config())
-        seconds = 0.0
-        for step in (["autograde", assignment], ["generate_feedback", assignment], ["export"]):
-            seconds += timed([str(ROOT / ".venv" / "bin" / "nbgrader"), *step], stock.root)
-        runs["stock nbgrader (sequential)"] = (seconds, cell_scores(stock, assignment))
-        print(f"  stock nbgrader: {seconds:.1f} s", flush=True)
-
-        without_verification = {**os.environ, "GRADING_VERIFY": "off"}
-        for jobs in sorted({1, args.jobs}):
-            course = new_course(tmp / f"make-grade-{jobs}", assignment, submissions)
-            seconds = timed(["make", "--no-print-directory", "grade", f"COURSE={course.root}", f"JOBS={jobs}"], ROOT,
-                            env=without_verification)
-            runs[f"make grade JOBS={jobs}"] = (seconds, cell_scores(course, assignment))
-            print(f"  make grade JOBS={jobs}: {seconds:.1f} s", flush=True)
-
-        course = new_course(tmp / "make-grade-verified", assignment, submissions)
-        verified = timed(["make", "--no-print-directory", "grade", f"COURSE={course.root}", f"JOBS={args.jobs}"], ROOT)
-        name = f"make grade JOBS={args.jobs}, verified"
-        runs[name] = (verified, cell_scores(course, assignment))
-        with open(course.root / "integrity.csv", newline="") as f:
-            integrity = list(csv.DictReader(f))
-        flagged = [row["student_id"] for row in integrity if row["flagged"] != "no"]
-        print(f"  {name}: {verified:.1f} s", flush=True)
-
-    baseline_seconds, baseline = runs["stock nbgrader (sequential)"]
-    print()
-    print(f"| grading {n} notebooks | seconds | notebooks/s | speed vs stock | same scores as stock |")
+    print(f"\n| grading {n} notebooks | seconds | notebooks/s | speed vs stock | same scores as stock |")
     print("| --- | ---: | ---: | ---: | --- |")
-    identical = True
-    for name, (seconds, scores) in runs.items():
-        same = scores == baseline
-        identical &= same
-        print(f"| {name} | {seconds:.1f} | {n / seconds:.2f} | {baseline_seconds / seconds:.2f}x | {'yes' if same else 'NO'} |")
-    if not identical:
-        for name, (_, scores) in runs.items():
-            for student in sorted(baseline):
-                if scores.get(student) != baseline[student]:
-                    print(f"{name}: {student}: {scores.get(student)} != stock {baseline[student]}")
+    for assignment, runs in results.items():
+        stock = runs["stock nbgrader"][0]
+        for name, (seconds, _, _) in runs.items():
+            print(f"| {assignment}: {name} | {seconds:.1f} | {n / seconds:.2f} | {stock / seconds:.2f}x | "
+                  f"{'no' if any(p.startswith(name + ':') for p in problems) else 'yes'} |")
+    print("\nPer phase (make grade's own report; kernel start/cells/kernel stop/nbgrader are worker seconds "
+          "summed over submissions, the last two wall clock):")
+    for assignment, runs in results.items():
+        for name, (_, phases, _) in runs.items():
+            if phases:
+                print(f"- {assignment}, {name}: " + "; ".join(f"{k} {v:.1f} s" for k, v in phases.items()))
+    if problems:
+        print("\n" + "\n".join(problems))
         return 1
-    print("\nEvery submission got the same score in every cell from all runs.")
-    graded = runs[f"make grade JOBS={args.jobs}"][0]
-    print(f"Verification outside the notebook adds {100 * (verified - graded) / graded:.0f} % to make grade "
-          f"JOBS={args.jobs} ({graded:.1f} s without, {verified:.1f} s with); it verified {len(integrity)} "
-          f"submissions and flagged {len(flagged)}.")
-    if len(integrity) != n or flagged:
-        print(f"Expected {n} verified and none flagged; flagged: {flagged}")
-        return 1
+    print("\nEvery submission got the same score in every cell from all runs, and verification flagged none.")
     return 0
 
 

@@ -1,10 +1,13 @@
 """Shared fixtures for expensive set-ups, each done once per test session: the
-book is built once (test_book.py and test_site.py read it), and each assignment
-is autograded once and every test reads the result."""
+book is built once (test_book.py and test_site.py read it), and every
+assignment is graded by one `make grade` run (autograde, feedback and
+verification) whose results every grading test reads."""
 
+import csv
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -16,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tools.book import build  # noqa: E402
 from tools.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code  # noqa: E402
-from tools.paths import BIN, ROOT, SOLUTIONS, WRONG_IMPLEMENTATIONS  # noqa: E402
+from tools.paths import BIN, ROOT, SOLUTIONS, WRONG_IMPLEMENTATIONS, assignments  # noqa: E402
 from tools.sandbox import SandboxUnavailable, check_available  # noqa: E402
 
 # Every nbgrader call needs the venv's `alembic` on PATH.
@@ -59,27 +62,18 @@ def submission_name(path):
 
 
 class GradedAssignment:
-    """One real `nbgrader autograde` run over every submission of an assignment:
-    the solution, the untouched release, and every known-wrong implementation."""
+    """One assignment's part of the graded course (``GradedCourse``): its
+    scores in the gradebook, its rows of integrity.csv, and the course."""
 
-    def __init__(self, assignment, workdir):
+    def __init__(self, assignment, graded_course, release, descriptions):
         self.assignment = assignment
-        self.course = Course(workdir, [assignment])
-        self.release = self.course.generate(assignment)
-        answers = solution_code(SOLUTIONS / assignment / f"{assignment}.ipynb")
-        self.course.submit("solution", assignment, fill_release(self.release, answers))
-        self.course.submit("untouched-release", assignment, nbformat.read(self.release, as_version=4))
-        self.descriptions = {}
-        for path in wrong_implementations(assignment):
-            description, cells = read_wrong_implementation(path)
-            unknown = set(cells) - set(answers)
-            if unknown:
-                raise ValueError(f"{path}: no solution cell called {sorted(unknown)} in {assignment}")
-            name = submission_name(path)
-            self.descriptions[name] = description
-            self.course.submit(name, assignment, fill_release(self.release, {**answers, **cells}))
-        self.process = self.course.autograde(assignment)
+        self.course = graded_course.course
+        self.release = release
+        self.descriptions = descriptions
+        self.out = graded_course.out
         self.scores = self.course.scores(assignment)
+        self.integrity = {row["student_id"]: row for row in graded_course.integrity
+                          if row["assignment"] == assignment}
         self._write_report()
 
     def _write_report(self):
@@ -89,6 +83,49 @@ class GradedAssignment:
             for name, score in sorted(self.scores.items())
         }
         (REPORT_DIR / f"{self.assignment}.json").write_text(json.dumps(report, indent=1))
+
+
+class GradedCourse:
+    """Every assignment's solution, untouched release and known-wrong
+    implementations, graded by one `make grade` run (tools/grade.py:
+    nbgrader's autograde and feedback in parallel workers, in the sandbox,
+    then every grade verified outside the notebook into integrity.csv).
+    One run for all assignments: the workers' start-up is paid once, and
+    each added assignment adds only its submissions."""
+
+    def __init__(self, workdir, names):
+        self.course = Course(workdir, names)
+        self.parts = {}
+        for assignment in names:
+            release = self.course.generate(assignment)
+            answers = solution_code(SOLUTIONS / assignment / f"{assignment}.ipynb")
+            self.course.submit("solution", assignment, fill_release(release, answers))
+            self.course.submit("untouched-release", assignment, nbformat.read(release, as_version=4))
+            descriptions = {}
+            for path in wrong_implementations(assignment):
+                description, cells = read_wrong_implementation(path)
+                unknown = set(cells) - set(answers)
+                if unknown:
+                    raise ValueError(f"{path}: no solution cell called {sorted(unknown)} in {assignment}")
+                name = submission_name(path)
+                descriptions[name] = description
+                self.course.submit(name, assignment, fill_release(release, {**answers, **cells}))
+            self.parts[assignment] = (release, descriptions)
+        self.process = subprocess.run(
+            [str(BIN / "python"), "-m", "tools.grade", "--course", str(workdir)],
+            cwd=ROOT, text=True, capture_output=True, timeout=3600,
+        )
+        self.out = self.process.stdout
+        if self.process.returncode != 0:
+            raise RuntimeError(f"make grade failed:\n{self.out[-4000:]}\n{self.process.stderr[-4000:]}")
+        self.integrity = []
+        if (workdir / "integrity.csv").is_file():
+            with open(workdir / "integrity.csv", newline="") as f:
+                self.integrity = list(csv.DictReader(f))
+
+    def get(self, assignment):
+        release, descriptions = self.parts[assignment]
+        return GradedAssignment(assignment, self, release, descriptions)
 
 
 @pytest.fixture(scope="session")
@@ -103,12 +140,15 @@ def book():
 
 @pytest.fixture(scope="session")
 def graded(tmp_path_factory):
-    """graded(assignment) -> GradedAssignment, computed once per session."""
+    """graded(assignment) -> GradedAssignment; every assignment is graded by
+    one `make grade` run, on first use, once per session."""
     cache = {}
 
     def get(assignment):
+        if "course" not in cache:
+            cache["course"] = GradedCourse(tmp_path_factory.mktemp("graded-course"), assignments())
         if assignment not in cache:
-            cache[assignment] = GradedAssignment(assignment, tmp_path_factory.mktemp(f"course-{assignment}"))
+            cache[assignment] = cache["course"].get(assignment)
         return cache[assignment]
 
     return get

@@ -6,10 +6,11 @@ nbgrader_config.py (tools/feedback.py), the feedback of every test cell shows
 whether it passed, its points and the failure message — and no line of hidden
 test code, and no solution code the student did not write.
 
-The feedback comes from the real autograde of every known-wrong implementation
-(the session's `graded` fixture, shared with test_grading.py), through
-`nbgrader generate_feedback`. A last test grades, with `make grade`, a student
-whose code prints the source of every cell it can — hidden tests included.
+The feedback comes from the real grading of every known-wrong implementation
+by `make grade` (the session's `graded` fixture, shared with test_grading.py),
+which generates it with nbgrader's GenerateFeedback. A last test grades, with
+`make grade`, a student whose code prints the source of every cell it can —
+hidden tests included.
 """
 
 import re
@@ -61,18 +62,11 @@ def feedback_text(html_path):
 
 @pytest.fixture(scope="session")
 def feedback(graded):
-    """feedback(assignment) -> the graded course, with `nbgrader generate_feedback` run."""
+    """feedback(assignment) -> the graded course, whose feedback make grade
+    generated (nbgrader's GenerateFeedback with the course's preprocessors;
+    tests/test_make_grade.py runs `nbgrader generate_feedback` on its own)."""
     require_sandbox("the feedback tests")
-    done = {}
-
-    def get(assignment):
-        if assignment not in done:
-            result = graded(assignment)
-            result.course.nbgrader("generate_feedback", assignment, "--force")
-            done[assignment] = result
-        return done[assignment]
-
-    return get
+    return graded
 
 
 def paths(course, student, assignment):

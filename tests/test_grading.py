@@ -1,7 +1,7 @@
 """Promise: the grades mean something.
 
-Every assignment goes through a real `nbgrader autograde` in a throw-away
-course folder. The solution submitted as a student scores full marks; the
+Every assignment goes through a real `make grade` (nbgrader's autograde, in
+parallel workers) in a throw-away course folder. The solution submitted as a student scores full marks; the
 untouched student notebook scores 0 without breaking the run; and every
 realistic wrong implementation kept in tests/wrong_implementations/ loses
 points. Each file there holds one mistake: a whole cell, or a patch of the

@@ -55,6 +55,16 @@ def course(tmp_path_factory):
         course.submit(submission_name(path), ASSIGNMENT, wrong)
     course.submit("solution", OTHER, fill_release(release, answers))
 
+    # The same submissions, graded by stock, sequential `nbgrader autograde`
+    # and `nbgrader generate_feedback` on their own (still sandboxed by the
+    # course's nbgrader_config.py).
+    stock = Course(root.parent / f"{root.name}-stock", [ASSIGNMENT])
+    stock.generate(ASSIGNMENT)
+    shutil.copytree(root / "submitted", stock.root / "submitted")
+    shutil.rmtree(stock.root / "submitted" / "solution" / OTHER)
+    stock.autograde(ASSIGNMENT)
+    stock.nbgrader("generate_feedback", ASSIGNMENT, "--force")
+
     first = make_grade(root, f"ASSIGNMENT={ASSIGNMENT}", "JOBS=2")
     assert first.returncode == 0, f"{first.stdout[-3000:]}\n{first.stderr[-3000:]}"
     after_first = {"scores": course.scores(ASSIGNMENT), "other": course.scores(OTHER),
@@ -74,16 +84,25 @@ def course(tmp_path_factory):
 
     second = make_grade(root)
     assert second.returncode == 0, f"{second.stdout[-3000:]}\n{second.stderr[-3000:]}"
-    return {"course": course, "root": root, "first": after_first, "second_stdout": second.stdout}
+    return {"course": course, "root": root, "first": after_first, "second_stdout": second.stdout, "stock": stock}
 
 
-def test_make_grade_scores_every_submission_as_stock_nbgrader_does(course, graded):
-    """graded(...) is stock, sequential `nbgrader autograde` over the same submissions."""
-    stock = graded(ASSIGNMENT).scores
+def test_make_grade_scores_every_submission_as_stock_nbgrader_does(course):
+    """course["stock"] is stock, sequential `nbgrader autograde` over the same submissions."""
+    stock = course["stock"].scores(ASSIGNMENT)
     ours = course["first"]["scores"]
     assert ours, "nothing was graded"
+    assert set(ours) == set(stock)
     for student, result in ours.items():
         assert result["cells"] == stock[student]["cells"], f"{student}: make grade and nbgrader autograde disagree"
+
+
+def test_nbgrader_generate_feedback_on_its_own_writes_every_feedback(course):
+    stock = course["stock"]
+    for student in stock.scores(ASSIGNMENT):
+        html = stock.root / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html"
+        assert html.is_file(), f"{html} is missing"
+        assert "BEGIN HIDDEN TESTS" not in html.read_text()
 
 
 def test_assignment_variable_grades_only_that_assignment(course):

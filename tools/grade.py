@@ -15,8 +15,10 @@ What it does, with nbgrader's own code throughout:
 2. Each submission is autograded (and its feedback generated) by one of N
    worker processes, in a private copy of the course: the submission, the
    assignment's source and a snapshot of the gradebook. Student code runs in
-   the sandbox that nbgrader_config.py sets up. No worker writes to the real
-   gradebook, so workers cannot get in each other's way.
+   the sandbox that nbgrader_config.py sets up, forked from the worker's warm
+   template (tools/warm.py): Python and PyTorch start once per worker. No
+   worker writes to the real gradebook, so workers cannot get in each other's
+   way. The time each phase took is printed at the end.
 3. This process alone writes the results into the real gradebook, one
    submission at a time, exactly the fields that ``nbgrader autograde`` writes
    (automatic scores and comments, timestamp, late penalty); manual grades and
@@ -169,6 +171,16 @@ def grade_in_private_course(course_root: str, assignment: str, student: str, sna
     start = time.monotonic()
     layout = Layout.of(Path(course_root))
     private = Path(workdir)
+    from . import warm
+    from .sandboxed_kernel import PHASES
+
+    # Every private course of this run is under the staging folder: one warm
+    # template per worker serves them all (tools/warm.py).
+    warm.set_kernel_roots([private.parent], base=private.parent)
+    if not warm.kernel_template_running():
+        warm.set_kernel_preload(["torch"] if warm.uses_torch(*(layout.root / layout.source / assignment).glob(
+            "*.ipynb")) else [])
+    before = dict(PHASES)
     shutil.copy(layout.root / CONFIG_FILE, private / CONFIG_FILE)
     source = layout.root / layout.source / assignment
     if source.is_dir():  # autograde copies its other files (data, helpers) next to the notebook
@@ -185,6 +197,7 @@ def grade_in_private_course(course_root: str, assignment: str, student: str, sna
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     success = True
+    phases = {}
     try:
         from nbgrader.converters import Autograde, GenerateFeedback
 
@@ -196,13 +209,24 @@ def grade_in_private_course(course_root: str, assignment: str, student: str, sna
             coursedir.student_id = student
             converter = converter_class(coursedir=coursedir, config=coursedir.config)
             converter.force = True
+            started = time.monotonic()
             converter.start()
+            phases[converter_class.__name__] = time.monotonic() - started
     except BaseException:  # noqa: BLE001 - reported to the caller, who keeps the old results
         success = False
         log.write(traceback.format_exc())
     finally:
         logger.removeHandler(handler)
-    return {"success": success, "log": log.getvalue(), "seconds": time.monotonic() - start}
+    for name, seconds in PHASES.items():
+        phases[name] = seconds - before.get(name, 0.0)
+    if "Autograde" in phases:  # the rest of autograde: nbgrader's own work
+        phases["nbgrader autograde, without the kernel"] = phases.pop("Autograde") - sum(
+            phases.get(k, 0.0) for k in ("kernel start", "cells", "kernel stop"))
+    if "GenerateFeedback" in phases:
+        phases["nbgrader feedback"] = phases.pop("GenerateFeedback")
+    seconds = time.monotonic() - start
+    phases["copies and set-up"] = seconds - sum(phases.values())
+    return {"success": success, "log": log.getvalue(), "seconds": seconds, "phases": phases}
 
 
 # --- the single writer ------------------------------------------------------
@@ -303,6 +327,7 @@ def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
         record_assignment(layout, assignment)
 
     failures = 0
+    phases = {}  # seconds per phase, summed over submissions
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="nbgrader-grade-") as staging:
         staging = Path(staging)
@@ -327,6 +352,8 @@ def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
                     result = future.result()
                 except Exception:  # noqa: BLE001 - a worker that died
                     result = {"success": False, "log": traceback.format_exc(), "seconds": 0.0}
+                for name, seconds in result.get("phases", {}).items():
+                    phases[name] = phases.get(name, 0.0) + seconds
                 if result["success"]:
                     score, max_score = merge_results(layout, private, assignment, student)
                     print(
@@ -342,6 +369,8 @@ def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
     elapsed = time.monotonic() - started
     print(f"graded {len(todo) - failures} of {len(todo)} in {elapsed:.1f} s; feedback in "
           f"{layout.root / layout.feedback}; grades exported to {csv}", file=out, flush=True)
+    print("worker seconds per phase, all submissions: "
+          + "; ".join(f"{name} {seconds:.1f}" for name, seconds in phases.items()), file=out, flush=True)
     if os.environ.get("GRADING_VERIFY", "on") != "off":
         from .verify import verify
 

@@ -29,6 +29,15 @@ def nbgrader_env():
     return env
 
 
+# `nbgrader ARGS`, with this repository's tools/ (the course's additions to
+# nbgrader) imported first: nbgrader_config.py would otherwise look for them
+# next to the virtual environment, which may be another checkout's.
+NBGRADER = (
+    "import sys; sys.path.insert(0, {root!r}); import tools; sys.argv[0] = 'nbgrader'; "
+    "from nbgrader.apps.nbgraderapp import main; sys.exit(main())"
+).format(root=str(ROOT))
+
+
 class Course:
     """A temporary nbgrader course with the project's configuration."""
 
@@ -46,7 +55,7 @@ class Course:
     def nbgrader(self, *args, check=True):
         """Run ``nbgrader ARGS`` in the course folder and return the finished process."""
         proc = subprocess.run(
-            [str(BIN / "nbgrader"), *args],
+            [str(BIN / "python"), "-c", NBGRADER, *args],
             cwd=self.root,
             env=nbgrader_env(),
             text=True,

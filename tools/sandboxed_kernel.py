@@ -4,7 +4,9 @@ nbgrader_config.py puts ``SandboxedExecute`` in place of nbgrader's ``Execute``
 preprocessor, so every ``nbgrader autograde`` of this course — by ``make
 grade``, by hand, or from the formgrader — runs student code this way:
 
-- ``SandboxedKernelManager`` starts the kernel inside bubblewrap: the kernel
+- ``SandboxedKernelManager`` starts the kernel inside bubblewrap — forked
+  from this process's warm template (tools/warm.py), which makes each kernel
+  a sandbox of its own, or, with ``GRADING_WARM=off``, as a new Python: the kernel
   sees a read-only system and Python, writes only to the submission's own
   folder, has no network and limits on memory and CPU time. It talks to
   nbgrader over unix sockets (ZeroMQ's ``ipc`` transport) in a private folder
@@ -27,6 +29,7 @@ import shutil
 import signal
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from queue import Empty
 
@@ -34,11 +37,16 @@ from jupyter_client.manager import AsyncKernelManager
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import run_sync
 from nbformat import NotebookNode
-from traitlets import Integer
+from traitlets import Bool, Integer
 
 from nbgrader.preprocessors import Execute
 
-from . import sandbox
+from . import sandbox, warm
+
+
+# Seconds this process spent starting kernels (until they answer), running
+# cells, and stopping kernels: tools/grade.py reports them per phase.
+PHASES = Counter()
 
 
 class SandboxedKernelManager(AsyncKernelManager):
@@ -53,13 +61,19 @@ class SandboxedKernelManager(AsyncKernelManager):
         120, help="CPU seconds the kernel may use over the whole notebook; then it is stopped."
     ).tag(config=True)
 
+    warm = Bool(
+        True, help="Fork the kernel from a warm template (tools/warm.py) instead of starting Python; "
+        "GRADING_WARM=off in the environment also switches it off."
+    ).tag(config=True)
+
     _private = None  # this kernel's connection file, sockets and home folder
 
     async def _async_pre_start_kernel(self, **kw):
         sandbox.check_available()
         self._remove_private()
         # Short path: a unix socket's path is limited to about 100 characters.
-        self._private = Path(tempfile.mkdtemp(prefix="nbg-kernel-"))
+        parent = warm.kernel_private_root() if warm.enabled() else None
+        self._private = Path(tempfile.mkdtemp(prefix="nbg-kernel-", dir=parent))
         home = self._private / "home"
         home.mkdir()
         self.transport = "ipc"
@@ -80,6 +94,13 @@ class SandboxedKernelManager(AsyncKernelManager):
             # "1" tells ipykernel not to watch its parent (bwrap does that).
             JPY_PARENT_PID=1,
         )
+        template = self._warm_template(cmd, workdir)
+        if template is not None:
+            request = template.request(
+                "kernel", cmd[3:], cwd=workdir, writable=[workdir, self._private], env=env,
+                memory_bytes=self.memory_bytes, cpu_seconds=self.cpu_seconds,
+            )
+            return template.client_command(request, self._private / "request.json"), kw
         cmd = sandbox.sandboxed_command(
             cmd,
             workdir,
@@ -89,6 +110,19 @@ class SandboxedKernelManager(AsyncKernelManager):
             env=env,
         )
         return cmd, kw
+
+    def _warm_template(self, cmd, workdir):
+        """This process's warm template (tools/warm.py) if it can start this
+        kernel: the course's own Python running ipykernel; else None."""
+        if not self.warm or cmd[1:3] != ["-m", "ipykernel_launcher"]:
+            return None
+        if Path(shutil.which(cmd[0]) or cmd[0]).resolve() != (warm.BIN / "python").resolve():
+            return None
+        try:
+            return warm.kernel_template(workdir, self.memory_bytes)
+        except Exception as error:  # noqa: BLE001 - the kernel then starts as a fresh sandboxed Python
+            self.log.warning("No warm template (%s): the kernel starts a fresh sandboxed Python", error)
+            return None
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
@@ -146,9 +180,35 @@ class SandboxedExecute(Execute):
     def preprocess(self, nb, resources=None, km=None):
         self._stopped = None  # why the remaining cells do not run, once the kernel is gone
         self._deadline = time.monotonic() + self.notebook_timeout
-        return super().preprocess(nb, resources, km)
+        start, before = time.monotonic(), dict(PHASES)
+        try:
+            return super().preprocess(nb, resources, km)
+        finally:
+            inside = sum(PHASES[k] - before.get(k, 0.0) for k in ("kernel start", "cells"))
+            PHASES["kernel stop"] += time.monotonic() - start - inside
+
+    def start_new_kernel(self, **kwargs):
+        start = time.monotonic()
+        try:
+            return super().start_new_kernel(**kwargs)
+        finally:
+            PHASES["kernel start"] += time.monotonic() - start
+
+    def start_new_kernel_client(self):
+        start = time.monotonic()
+        try:
+            return super().start_new_kernel_client()
+        finally:
+            PHASES["kernel start"] += time.monotonic() - start
 
     def preprocess_cell(self, cell, resources, index):
+        start = time.monotonic()
+        try:
+            return self._preprocess_cell(cell, resources, index)
+        finally:
+            PHASES["cells"] += time.monotonic() - start
+
+    def _preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code" or not cell.source.strip():
             return super().preprocess_cell(cell, resources, index)
         if self._stopped is None and time.monotonic() > self._deadline:

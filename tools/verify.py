@@ -14,8 +14,10 @@ nothing that runs there:
    printed, and ``--seed`` or ``VERIFY_SEED`` repeats a run): the inputs, the
    probes that call the student's functions and classes on them, and, computed
    here, the reference outputs.
-2. For each submission, a fresh Python process in the sandbox
-   (``tools.sandbox``) runs, in the notebook's order, the locked set-up cells
+2. For each submission, a fresh Python process in the sandbox runs (a child
+   forked from a warm template, ``tools/warm.py``, that has already imported
+   NumPy and PyTorch; with ``GRADING_WARM=off``, a new sandboxed Python,
+   ``tools.sandbox``): it runs, in the notebook's order, the locked set-up cells
    of the course's source notebook, the student's solution cells (found by
    grade_id) and the code cells they added (none of the student's copies of
    locked or test cells), and the probes (``tools/verification/harness.py``). It hands back plain data only:
@@ -310,8 +312,10 @@ class Verdict:
         return "; ".join(parts)
 
 
-def verify_submission(assignment: Assignment, notebook: Path, workdir: Path) -> Verdict:
-    """Run one submission's checks in the sandbox and judge them here."""
+def verify_submission(assignment: Assignment, notebook: Path, workdir: Path, template=None) -> Verdict:
+    """Run one submission's checks in the sandbox and judge them here: in a
+    child of ``template`` (tools/warm.py) if given, else in a fresh sandboxed
+    Python."""
     from .sandbox import sandboxed_command
 
     start = time.monotonic()
@@ -327,6 +331,16 @@ def verify_submission(assignment: Assignment, notebook: Path, workdir: Path) -> 
         results.mkdir(parents=True)
         program_file = workdir / "program.json"
         program_file.write_text(json.dumps(program(assignment, cells, added)))
+        if template is not None:
+            request = template.request(
+                "harness", [program_file, assignment.inputs, results], cwd=results,
+                readable=[program_file, assignment.inputs],
+                memory_bytes=assignment.limits.memory_bytes, cpu_seconds=assignment.limits.cpu_seconds,
+            )
+            status = template.run(request, timeout=assignment.limits.run_seconds)
+            judge_results(assignment, verdict, results, status, cells, added)
+            verdict.seconds = time.monotonic() - start
+            return verdict
         python = BIN / "python"
         command = sandboxed_command(
             [python, HARNESS, program_file, assignment.inputs, results],
@@ -471,6 +485,11 @@ def verify(course, todo=None, assignments=(), jobs=None, seed=None, out=sys.stdo
             except Exception as error:  # noqa: BLE001 - grading is done; say why this assignment is not verified
                 print(f"  {name}: NOT VERIFIED: {error}", file=out, flush=True)
         work = [(a, s) for a, s in todo if a in prepared]
+        from .warm import uses_torch
+
+        templates = Templates(staging, max((p.limits.memory_bytes for p in prepared.values()), default=0),
+                              ["torch"] if uses_torch(*(layout.root / layout.source / name / f"{name}.ipynb"
+                                                        for name in prepared)) else [])
 
         def one(index_item):
             index, (name, student) = index_item
@@ -479,7 +498,7 @@ def verify(course, todo=None, assignments=(), jobs=None, seed=None, out=sys.stdo
             workdir.mkdir()
             notebook = layout.root / layout.submitted / student / name / assignment.notebook
             try:
-                verdict = verify_submission(assignment, notebook, workdir)
+                verdict = templates.verify(assignment, notebook, workdir)
             except Exception:  # noqa: BLE001 - reported; the submission counts as unverified
                 verdict = Verdict(name, student, assignment.max_score,
                                   problem=f"verification failed: {traceback.format_exc(limit=3)[-300:]}")
@@ -489,8 +508,11 @@ def verify(course, todo=None, assignments=(), jobs=None, seed=None, out=sys.stdo
             shutil.rmtree(workdir, ignore_errors=True)
             return verdict
 
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            done = list(pool.map(one, enumerate(work)))
+        try:
+            with ThreadPoolExecutor(max_workers=jobs) as pool:
+                done = list(pool.map(one, enumerate(work)))
+        finally:
+            templates.close()
     scores = nbgrader_scores(layout.db_url, [(v.assignment, Path(prepared[v.assignment].notebook).stem, v.student)
                                              for v in done])
     for verdict in done:
@@ -504,6 +526,49 @@ def verify(course, todo=None, assignments=(), jobs=None, seed=None, out=sys.stdo
     path = write_csv(layout.root / CSV_NAME, verdicts)
     report(verdicts, path, time.monotonic() - started, out)
     return verdicts
+
+
+class Templates:
+    """One warm template (tools/warm.py) per verifying thread, started on its
+    first submission: the harness's start-up (Python, NumPy, PyTorch) is paid
+    once per thread. A template that fails is replaced; meanwhile that
+    submission is verified in a fresh sandboxed Python."""
+
+    def __init__(self, staging: Path, memory_bytes: int, preload=("torch",)):
+        import threading
+
+        self.staging, self.memory_bytes, self.preload = staging, memory_bytes, list(preload)
+        self.local = threading.local()
+        self.lock = threading.Lock()
+        self.started = []
+
+    def verify(self, assignment: Assignment, notebook: Path, workdir: Path) -> Verdict:
+        from . import warm
+
+        if not warm.enabled():
+            return verify_submission(assignment, notebook, workdir)
+        template = getattr(self.local, "template", None)
+        if template is None or not template.alive():
+            try:
+                template = warm.Template([self.staging], memory_bytes=self.memory_bytes, base=self.staging,
+                                         preload=self.preload)
+            except Exception:  # noqa: BLE001 - this submission gets a fresh sandboxed Python instead
+                return verify_submission(assignment, notebook, workdir)
+            self.local.template = template
+            with self.lock:
+                self.started.append(template)
+        try:
+            return verify_submission(assignment, notebook, workdir, template)
+        except warm.TemplateError:
+            self.local.template = None
+            template.close()
+            shutil.rmtree(workdir, ignore_errors=True)
+            workdir.mkdir()
+            return verify_submission(assignment, notebook, workdir)
+
+    def close(self):
+        for template in self.started:
+            template.close()
 
 
 def write_csv(path: Path, verdicts) -> Path:
