@@ -58,7 +58,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         2 * 1024**3, help="Address space each process of the kernel may use, in bytes."
     ).tag(config=True)
     cpu_seconds = Integer(
-        120, help="CPU seconds the kernel may use over the whole notebook; then it is stopped."
+        120, help="CPU seconds each process of the kernel may use (RLIMIT_CPU); the kernel's own "
+        "process runs the whole notebook, so for it this is a budget for the notebook; then it is stopped."
     ).tag(config=True)
 
     warm = Bool(
