@@ -86,7 +86,8 @@ def make_sandbox(request, roots):
     """Turn this freshly forked process into the request's sandbox (see above)."""
     new_user_namespace(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWUTS)
     mount(None, "/", None, MS_REC | MS_PRIVATE)
-    binds = [(p, True) for p in request["writable"]] + [(p, False) for p in request["readable"]]
+    binds = ([(p, False) for p in ENVIRONMENT] + [(p, True) for p in request["writable"]]
+             + [(p, False) for p in request["readable"]])
     # Handles on the request's own folders, taken before anything is hidden.
     handles = [(os.open(path, O_PATH | os.O_CLOEXEC), path, writable) for path, writable in binds]
     hidden = ["/tmp", "/dev/shm"] + [r for r in roots if not under(r, "/tmp") and not under(r, "/dev/shm")]
@@ -287,10 +288,23 @@ def finish(selector, running, conn, kill):
     conn.close()
 
 
+def environment(roots, harness_path):
+    """The template's own files that a fresh /tmp or /dev/shm would hide: a
+    course (its .venv, tools/) checked out under /tmp, say. Children get them
+    back, read-only; never a folder under a root (other submissions live there)."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix,
+             os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))),
+             os.path.abspath(__file__), os.path.abspath(harness_path)}
+    return sorted(p for p in paths
+                  if (under(p, "/tmp") or under(p, "/dev/shm")) and p not in ("/tmp", "/dev/shm")
+                  and not any(under(p, r) or under(r, p) for r in roots) and os.path.exists(p))
+
+
 def main(argv):
     sock_path, harness_path, preload = argv[1], argv[2], [m for m in argv[3].split(",") if m]
     roots = [os.path.realpath(r) for r in argv[4:]]
-    global HARNESS
+    global HARNESS, ENVIRONMENT
+    ENVIRONMENT = environment(roots, harness_path)
     import importlib.util
 
     # What the children need, imported once. None of it runs a PyTorch
@@ -320,7 +334,8 @@ def main(argv):
         try:
             libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
             make_sandbox({"writable": [], "readable": []}, roots)
-            os._exit(0)
+            # The child must still reach the Python it runs (a course under /tmp).
+            os._exit(0 if os.access(sys.executable, os.X_OK) and os.path.isdir(sys.prefix) else 1)
         except BaseException as error:  # noqa: BLE001
             os.write(2, f"warm template: cannot make a child's sandbox here: {error}\n".encode())
             os._exit(1)
@@ -331,6 +346,7 @@ def main(argv):
 
 
 HARNESS = None
+ENVIRONMENT = []  # set by main(): see environment()
 
 if __name__ == "__main__":
     main(sys.argv)
