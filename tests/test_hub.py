@@ -1,7 +1,7 @@
 """Promise: on the course's JupyterHub (`make hub`, instructor/hub.md), a whole
 assignment goes round as the instructor guide describes, in a real browser.
 
-One hub is started per test session, from scratch (tools/hub.py), and driven
+One hub is started for this module, from scratch (tools/hub.py), and driven
 in headless Chromium (Playwright, the system's browser as in test_site.py):
 
 1. a student logs in; in the Assignments tab (Nbgrader > Assignment List) she
@@ -120,7 +120,7 @@ def run_as_root():
     print(proc.stdout[-3000:])
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def hub():
     """The base URL of a freshly set-up JupyterHub, every assignment released;
     None when the test already ran as root through sudo (run_as_root)."""
@@ -158,7 +158,7 @@ def hub():
         reset()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(hub):
     if hub is None:  # the test ran as root through sudo
         yield None

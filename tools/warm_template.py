@@ -123,8 +123,6 @@ def make_sandbox(request, roots):
 def drop_privileges(request):
     import resource
 
-    with open("/proc/self/oom_score_adj", "w") as f:
-        f.write("1000")
     for cap in range(64):
         if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
             break
@@ -197,6 +195,11 @@ def child(request, roots):
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # no other request's socket, no listener
         os.setsid()
         libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # (to write its own uid_map; not dumpable again below)
+        # First for the out-of-memory killer, before the template; inherited by
+        # everything the child starts. (Written now: once not dumpable, its
+        # /proc files belong to root, and a user other than root cannot.)
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
         make_sandbox(request, roots)
         pid = os.fork()
         if pid == 0:
