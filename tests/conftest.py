@@ -138,6 +138,17 @@ def book():
     return result
 
 
+def graded_assignments():
+    """Every assignment, or those named in COURSE_ASSIGNMENTS (comma-separated),
+    to grade only what you are working on: ``COURSE_ASSIGNMENTS=ex05_positions
+    .venv/bin/python -m pytest tests/test_grading.py -k ex05_positions``."""
+    chosen = [a for a in os.environ.get("COURSE_ASSIGNMENTS", "").split(",") if a]
+    unknown = set(chosen) - set(assignments())
+    if unknown:
+        raise ValueError(f"COURSE_ASSIGNMENTS names no assignment called {sorted(unknown)}")
+    return chosen or assignments()
+
+
 @pytest.fixture(scope="session")
 def graded(tmp_path_factory):
     """graded(assignment) -> GradedAssignment; every assignment is graded by
@@ -147,7 +158,7 @@ def graded(tmp_path_factory):
     def get(assignment):
         if "course" not in cache:
             try:
-                cache["course"] = GradedCourse(tmp_path_factory.mktemp("graded-course"), assignments())
+                cache["course"] = GradedCourse(tmp_path_factory.mktemp("graded-course"), graded_assignments())
             except Exception as error:  # graded once: every later test reports the same failure
                 cache["course"] = error
         if isinstance(cache["course"], Exception):
