@@ -10,6 +10,9 @@ may. This module lists those cells, and checks for every chapter that
 
 - every cell tagged `nbval-ignore-output` is listed in MEASURED, and every
   listed cell exists and carries the tag;
+- no cell escapes the comparison in any other way nbval offers (the tag
+  `nbval-skip`, or a comment such as `# NBVAL_IGNORE_OUTPUT` or `# NBVAL_SKIP`
+  in the source), so the list above is the whole list;
 - every listed cell is a timing cell: it calls its chapter's timer (TIMERS),
   which the chapter defines in a cell whose output nbval compares, and which
   reads a clock from the `time` module;
@@ -25,6 +28,7 @@ import ast
 
 import nbformat
 import pytest
+from nbval.plugin import comment_markers, metadata_tags
 
 from tools.paths import CHAPTERS
 
@@ -47,6 +51,12 @@ MEASURED = {
 TIMERS = {"ch09_efficient_attention": "time_it"}
 
 CLOCKS = {"perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "process_time"}
+
+# Every marker with which nbval leaves a cell's output uncompared (ignored or
+# skipped), read from nbval itself: as a tag, or as a comment in the source.
+NOT_COMPARED = {("check", False), "skip"}
+UNCOMPARED_TAGS = {tag for tag, effect in metadata_tags.items() if effect in NOT_COMPARED}
+UNCOMPARED_COMMENTS = {name for name, effect in comment_markers.items() if effect in NOT_COMPARED}
 
 CHAPTER_FILES = sorted(CHAPTERS.glob("ch*.ipynb"))
 
@@ -116,6 +126,16 @@ def timer_reads_a_clock(nb, timer):
     return found
 
 
+def other_escapes(cell):
+    """The markers, other than the tag TAG, with which nbval would not compare this cell's output."""
+    found = [tag for tag in cell.metadata.get("tags", []) if tag in UNCOMPARED_TAGS and tag != TAG]
+    for line in cell.source.splitlines():
+        comment = line.strip().lstrip("#").strip()
+        if line.strip().startswith("#") and comment in UNCOMPARED_COMMENTS:
+            found.append(f"# {comment}")
+    return found
+
+
 def problems(chapter, nb, measured=MEASURED, timers=TIMERS):
     """Everything in notebook `nb` (chapter name `chapter`) that breaks the promise."""
     found = []
@@ -123,6 +143,10 @@ def problems(chapter, nb, measured=MEASURED, timers=TIMERS):
     cells = {c.get("id"): c for c in code_cells(nb)}
     tagged = {cell_id for cell_id, c in cells.items() if TAG in c.metadata.get("tags", [])}
 
+    for cell_id, c in cells.items():
+        for marker in other_escapes(c):
+            found.append(f"{chapter}: cell {cell_id} escapes nbval's comparison with {marker!r}: "
+                         f"only a timing cell may, tagged {TAG} and listed in MEASURED")
     for cell_id in sorted(tagged - listed):
         found.append(f"{chapter}: cell {cell_id} is tagged {TAG} but not listed in MEASURED "
                      "(only timing cells may carry the tag: list it with its reason)")
@@ -181,6 +205,13 @@ def test_chapter_ignores_only_listed_timings_and_glues_none(path):
     assert not found, "\n".join(found)
 
 
+def test_the_markers_nbval_honours_are_known():
+    # if nbval renames its markers, the checks above must follow
+    assert TAG in UNCOMPARED_TAGS
+    assert "nbval-skip" in UNCOMPARED_TAGS
+    assert {"NBVAL_IGNORE_OUTPUT", "NBVAL_SKIP"} <= UNCOMPARED_COMMENTS
+
+
 def test_every_listed_chapter_exists():
     stems = {p.stem for p in CHAPTER_FILES}
     missing = sorted({chapter for chapter, _ in MEASURED} - stems)
@@ -218,6 +249,21 @@ def test_a_correct_notebook_passes_the_checks():
 def test_an_unlisted_tagged_cell_is_caught():
     found = check(("a", TIMER, []), ("t", "s = time_it(f)", [TAG]), ("u", "print(1)", [TAG]))
     assert any("cell u is tagged" in p for p in found), found
+
+
+@pytest.mark.parametrize("tags, source", [
+    (["nbval-skip"], "print(1)"),
+    ([], "# NBVAL_IGNORE_OUTPUT\nprint(1)"),
+    ([], "#NBVAL_SKIP\nprint(1)"),
+])
+def test_another_way_to_escape_the_comparison_is_caught(tags, source):
+    found = check(("a", TIMER, []), ("t", "s = time_it(f)", [TAG]), ("u", source, tags))
+    assert any("cell u escapes" in p for p in found), found
+
+
+def test_a_listed_timing_cell_with_a_comment_marker_is_caught():
+    found = check(("a", TIMER, []), ("t", "# NBVAL_SKIP\ns = time_it(f)", [TAG]))
+    assert any("cell t escapes" in p for p in found), found
 
 
 def test_a_listed_cell_without_the_tag_is_caught():

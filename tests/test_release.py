@@ -12,7 +12,7 @@ import pytest
 
 from tools.nbgrader_course import hidden_lines
 from tools.paths import EXERCISES, SOLUTIONS, assignments
-from tools.release import generate_release
+from tools.release import generate_releases
 
 ASSIGNMENTS = assignments()
 MARKERS = re.compile(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN TESTS")
@@ -33,9 +33,15 @@ def test_every_assignment_is_released():
     assert sorted(p.name for p in EXERCISES.iterdir() if p.is_dir()) == ASSIGNMENTS
 
 
+@pytest.fixture(scope="module")
+def regenerated(tmp_path_factory):
+    """Every assignment generated afresh from solutions/, as `make release` does."""
+    return generate_releases(ASSIGNMENTS, tmp_path_factory.mktemp("regenerated"))
+
+
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_release_matches_regeneration(assignment, tmp_path):
-    fresh = nbformat.read(generate_release(assignment, tmp_path), as_version=4)
+def test_release_matches_regeneration(assignment, regenerated):
+    fresh = nbformat.read(regenerated[assignment], as_version=4)
     assert comparable(released(assignment)) == comparable(fresh), (
         f"exercises/{assignment} differs from what solutions/{assignment} generates: run `make release`"
     )

@@ -38,6 +38,43 @@ NBGRADER = (
 ).format(root=str(ROOT))
 
 
+def generate_in_process(root, names, release_directory=None):
+    """``nbgrader generate_assignment NAME --force`` for each name, in this
+    process: nbgrader and its gradebook start once, not once per assignment.
+    ``root`` is a course folder; the releases go to its release folder, or to
+    ``release_directory``. Raises RuntimeError with nbgrader's log on failure."""
+    import io
+    import logging
+
+    from nbgrader.converters import GenerateAssignment
+
+    from .grade import course_directory
+
+    overrides = {"release_directory": str(release_directory)} if release_directory else {}
+    for name in names:
+        log = io.StringIO()
+        handler = logging.StreamHandler(log)
+        logger = logging.getLogger("traitlets")
+        logger.addHandler(handler)
+        try:
+            coursedir = course_directory(Path(root), **overrides)
+            coursedir.assignment_id = name
+            converter = GenerateAssignment(coursedir=coursedir, config=coursedir.config)
+            converter.force = True
+            converter.start()
+        except BaseException as error:  # nbgrader ends a failed conversion with sys.exit
+            raise RuntimeError(f"nbgrader generate_assignment {name} failed: {error!r}\n{log.getvalue()}") from None
+        finally:
+            logger.removeHandler(handler)
+
+
+# Runs generate_in_process in a fresh Python with this repository's tools/.
+GENERATE = (
+    "import sys; sys.path.insert(0, {root!r}); "
+    "from tools.nbgrader_course import generate_in_process; generate_in_process(sys.argv[1], sys.argv[2:])"
+).format(root=str(ROOT))
+
+
 class Course:
     """A temporary nbgrader course with the project's configuration."""
 
@@ -71,6 +108,18 @@ class Course:
         """``nbgrader generate_assignment``; return the path of the released notebook."""
         self.nbgrader("generate_assignment", assignment, "--force")
         return self.root / "exercises" / assignment / f"{assignment}.ipynb"
+
+    def generate_all(self, assignments):
+        """``nbgrader generate_assignment`` for every assignment, in one Python
+        (the start-up is paid once); return {assignment: released notebook}."""
+        proc = subprocess.run(
+            [str(BIN / "python"), "-c", GENERATE, str(self.root), *assignments],
+            cwd=self.root, env=nbgrader_env(), text=True, capture_output=True,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"generating {' '.join(assignments)} failed ({proc.returncode}):\n"
+                               f"{proc.stdout}\n{proc.stderr}")
+        return {name: self.root / "exercises" / name / f"{name}.ipynb" for name in assignments}
 
     def submit(self, student, assignment, notebook):
         """Place a notebook (a NotebookNode) as ``student``'s submission."""
