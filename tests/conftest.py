@@ -96,8 +96,9 @@ class GradedCourse:
     def __init__(self, workdir, names):
         self.course = Course(workdir, names)
         self.parts = {}
+        releases = self.course.generate_all(names)
         for assignment in names:
-            release = self.course.generate(assignment)
+            release = releases[assignment]
             answers = solution_code(SOLUTIONS / assignment / f"{assignment}.ipynb")
             self.course.submit("solution", assignment, fill_release(release, answers))
             self.course.submit("untouched-release", assignment, nbformat.read(release, as_version=4))

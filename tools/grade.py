@@ -43,7 +43,6 @@ import multiprocessing
 import os
 import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -122,31 +121,30 @@ def submissions(layout: Layout, assignments=()):
     return sorted(found)
 
 
-def nbgrader_env():
-    env = dict(os.environ)
-    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    return env
-
-
-def record_assignment(layout: Layout, assignment: str):
-    """Make sure the gradebook knows ``assignment`` (nbgrader generate_assignment)."""
+def record_assignments(layout: Layout, names):
+    """Make sure the gradebook knows every assignment in ``names`` (nbgrader's
+    generate_assignment, run in this process for all of those it lacks)."""
     from nbgrader.api import Gradebook, MissingEntry
 
+    from .nbgrader_course import generate_in_process
+
+    missing = []
     with Gradebook(layout.db_url) as gb:
-        try:
-            if gb.find_assignment(assignment).notebooks:
-                return
-        except MissingEntry:
-            pass  # (an assignment added with `nbgrader db assignment add` has no notebooks yet)
-    print(f"recording {assignment} in the gradebook (nbgrader generate_assignment)", flush=True)
+        for name in names:
+            try:
+                if gb.find_assignment(name).notebooks:
+                    continue
+            except MissingEntry:
+                pass  # (an assignment added with `nbgrader db assignment add` has no notebooks yet)
+            missing.append(name)
+    if not missing:
+        return
+    print(f"recording {', '.join(missing)} in the gradebook (nbgrader generate_assignment)", flush=True)
     with tempfile.TemporaryDirectory() as release:
-        proc = subprocess.run(
-            [str(BIN / "nbgrader"), "generate_assignment", assignment, "--force",
-             f"--CourseDirectory.release_directory={release}"],
-            cwd=layout.root, env=nbgrader_env(), text=True, capture_output=True,
-        )
-    if proc.returncode != 0:
-        raise SystemExit(f"nbgrader generate_assignment {assignment} failed:\n{proc.stdout}{proc.stderr}")
+        try:
+            generate_in_process(layout.root, missing, release_directory=release)
+        except RuntimeError as error:
+            raise SystemExit(str(error)) from None
 
 
 def snapshot_gradebook(layout: Layout, target: Path):
@@ -323,8 +321,7 @@ def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
               f"{layout.root / layout.submitted}/<student>/<assignment>/", file=out)
         return 0
     print(f"grading {len(todo)} submission(s) in {layout.root} with {jobs} worker(s)", file=out, flush=True)
-    for assignment in sorted({a for a, _ in todo}):
-        record_assignment(layout, assignment)
+    record_assignments(layout, sorted({a for a, _ in todo}))
 
     failures = 0
     phases = {}  # seconds per phase, summed over submissions
