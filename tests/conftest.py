@@ -61,9 +61,16 @@ def submission_name(path):
     return "wrong-" + path.stem.replace("_", "-")
 
 
+# Other submissions that test modules add to the shared graded course (their
+# module-level GUEST_SUBMISSIONS(assignment) -> {student: notebook}): graded in
+# the same `make grade` run, but not part of any assignment's scores below.
+GUEST_BUILDERS = {}
+
+
 class GradedAssignment:
     """One assignment's part of the graded course (``GradedCourse``): its
-    scores in the gradebook, its rows of integrity.csv, and the course."""
+    scores in the gradebook, its rows of integrity.csv, and the course.
+    Guests (``GUEST_BUILDERS``) are left out of ``scores`` and ``integrity``."""
 
     def __init__(self, assignment, graded_course, release, descriptions):
         self.assignment = assignment
@@ -71,9 +78,10 @@ class GradedAssignment:
         self.release = release
         self.descriptions = descriptions
         self.out = graded_course.out
-        self.scores = self.course.scores(assignment)
+        guests = graded_course.guests.get(assignment, set())
+        self.scores = {s: r for s, r in self.course.scores(assignment).items() if s not in guests}
         self.integrity = {row["student_id"]: row for row in graded_course.integrity
-                          if row["assignment"] == assignment}
+                          if row["assignment"] == assignment and row["student_id"] not in guests}
         self._write_report()
 
     def _write_report(self):
@@ -112,6 +120,15 @@ class GradedCourse:
                 descriptions[name] = description
                 self.course.submit(name, assignment, fill_release(release, {**answers, **cells}))
             self.parts[assignment] = (release, descriptions)
+        self.guests = {}
+        for build in GUEST_BUILDERS.values():
+            for assignment in names:
+                for student, nb in build(assignment).items():
+                    if student in self.parts[assignment][1] or student in self.guests.get(assignment, ()) \
+                            or student in ("solution", "untouched-release"):
+                        raise ValueError(f"two submissions of {assignment} are called {student}")
+                    self.course.submit(student, assignment, nb)
+                    self.guests.setdefault(assignment, set()).add(student)
         self.process = subprocess.run(
             [str(BIN / "python"), "-m", "tools.grade", "--course", str(workdir)],
             cwd=ROOT, text=True, capture_output=True, timeout=3600,
@@ -151,12 +168,13 @@ def graded_assignments():
 
 
 @pytest.fixture(scope="session")
-def graded(tmp_path_factory):
-    """graded(assignment) -> GradedAssignment; every assignment is graded by
-    one `make grade` run, on first use, once per session."""
+def graded_course(tmp_path_factory):
+    """graded_course() -> the GradedCourse: every assignment graded by one
+    `make grade` run, with the guests of the collected test modules, on first
+    use, once per session."""
     cache = {}
 
-    def get(assignment):
+    def get():
         if "course" not in cache:
             try:
                 cache["course"] = GradedCourse(tmp_path_factory.mktemp("graded-course"), graded_assignments())
@@ -164,8 +182,19 @@ def graded(tmp_path_factory):
                 cache["course"] = error
         if isinstance(cache["course"], Exception):
             raise RuntimeError("grading the course failed (the first test that used it shows why)") from cache["course"]
+        return cache["course"]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def graded(graded_course):
+    """graded(assignment) -> GradedAssignment, from the shared graded course."""
+    cache = {}
+
+    def get(assignment):
         if assignment not in cache:
-            cache[assignment] = cache["course"].get(assignment)
+            cache[assignment] = graded_course().get(assignment)
         return cache[assignment]
 
     return get
@@ -210,6 +239,10 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 def pytest_collection_finish(session):
+    for module in {item.module for item in session.items if getattr(item, "module", None) is not None}:
+        build = getattr(module, "GUEST_SUBMISSIONS", None)
+        if build is not None:
+            GUEST_BUILDERS[module.__name__] = build
     if any(item.nodeid.startswith(EVERY_CPU) for item in session.items):
         from tests.test_every_cpu import start_runs
 
