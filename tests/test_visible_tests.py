@@ -79,6 +79,15 @@ MUST_BE_CAUGHT = {
         "sin_cos_swapped", "sin_exponent_i_over_D", "sin_float64_output", "sin_frequencies_multiply",
         "sin_no_even_check", "sin_positions_start_at_1",
     ],
+    "ex06_trained_attention": [
+        "accuracy_over_all_positions", "loss_over_all_positions", "loss_returns_float", "loss_shifted_targets",
+        "loss_softmax_over_positions", "loss_summed", "model_attention_with_bias", "model_layers_shared",
+        "model_mask_excludes_diagonal", "model_mask_not_sliced", "model_no_causal_mask", "model_no_positions",
+        "model_no_residual", "model_positions_from_tokens", "train_eval_on_training_batch", "train_lr_ignored",
+        "train_no_reset", "train_no_zero_grad", "train_reset_children_only", "train_same_batch_every_step",
+        "train_seed_unused", "train_steps_off_by_one", "train_zero_grad_before_step", "trained_sizes_hard_coded",
+        "trained_too_briefly",
+    ],
 }
 
 
