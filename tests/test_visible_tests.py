@@ -86,7 +86,7 @@ MUST_BE_CAUGHT = {
         "model_no_residual", "model_positions_from_tokens", "train_eval_on_training_batch", "train_lr_ignored",
         "train_no_reset", "train_no_zero_grad", "train_reset_children_only", "train_same_batch_every_step",
         "train_seed_unused", "train_steps_off_by_one", "train_zero_grad_before_step", "trained_sizes_hard_coded",
-        "trained_too_briefly",
+        "trained_too_briefly", "train_eval_with_gradients", "trained_seed_ignored",
     ],
     "ex07_efficient_attention": [
         "dec_cache_unused", "dec_is_causal", "dec_reads_cache_before_append", "dec_softmax_over_queries",
