@@ -90,3 +90,6 @@ c.GenerateFeedback.preprocessors = [
     "tools.feedback.HideHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+# nbconvert's HTML exporter, compiling its templates once per process rather
+# than once per submission (the same HTML; tools/feedback.py).
+c.GenerateFeedback.exporter_class = "tools.feedback.FeedbackExporter"

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import re
 
+from jinja2 import BytecodeCache
+from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 from traitlets import Bool, Integer, Unicode
@@ -145,3 +147,33 @@ def _redact(output, clean):
                     output.data[mime] = clean(value)
                 elif isinstance(value, list):
                     output.data[mime] = [clean(v) if isinstance(v, str) else v for v in value]
+
+
+class _CompiledTemplates(BytecodeCache):
+    """Jinja's compiled templates, kept for the life of the process (keyed by
+    template and checked against its source by Jinja)."""
+
+    def __init__(self):
+        self.store = {}
+
+    def load_bytecode(self, bucket):
+        if bucket.key in self.store:
+            bucket.bytecode_from_string(self.store[bucket.key])
+
+    def dump_bytecode(self, bucket):
+        self.store[bucket.key] = bucket.bytecode_to_string()
+
+
+_COMPILED = _CompiledTemplates()
+
+
+class FeedbackExporter(HTMLExporter):
+    """nbconvert's HTML exporter, as nbgrader's GenerateFeedback uses it, that
+    compiles its templates once per process rather than once per notebook
+    (nbgrader makes a new exporter for every submission; compiling the
+    feedback template takes about 0.15 s). The HTML is the same."""
+
+    def _create_environment(self):
+        environment = super()._create_environment()
+        environment.bytecode_cache = _COMPILED
+        return environment

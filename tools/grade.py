@@ -161,6 +161,11 @@ def snapshot_gradebook(layout: Layout, target: Path):
 
 # --- the workers ------------------------------------------------------------
 
+# Set by grade() before the workers are forked, read by them: the modules
+# their templates import, and this run's verification (tools/verify.py's Run)
+# or None.
+_RUN = {"preload": ["torch"], "verification": None}
+
 
 def grade_in_private_course(course_root: str, assignment: str, student: str, snapshot: str, workdir: str):
     """Autograde one submission and generate its feedback in a private copy of
@@ -173,11 +178,11 @@ def grade_in_private_course(course_root: str, assignment: str, student: str, sna
     from .sandboxed_kernel import PHASES
 
     # Every private course of this run is under the staging folder: one warm
-    # template per worker serves them all (tools/warm.py).
+    # template per worker serves them all (tools/warm.py), with what every
+    # assignment of the run needs imported.
     warm.set_kernel_roots([private.parent], base=private.parent)
     if not warm.kernel_template_running():
-        warm.set_kernel_preload(["torch"] if warm.uses_torch(*(layout.root / layout.source / assignment).glob(
-            "*.ipynb")) else [])
+        warm.set_kernel_preload(_RUN["preload"])
     before = dict(PHASES)
     shutil.copy(layout.root / CONFIG_FILE, private / CONFIG_FILE)
     source = layout.root / layout.source / assignment
@@ -217,6 +222,18 @@ def grade_in_private_course(course_root: str, assignment: str, student: str, sna
         logger.removeHandler(handler)
     for name, seconds in PHASES.items():
         phases[name] = seconds - before.get(name, 0.0)
+    ran = None
+    verification = _RUN["verification"]
+    if verification is not None and assignment in verification.prepared:
+        from .verify import run_in_worker
+
+        started = time.monotonic()
+        notebook = private / layout.submitted / student / assignment / verification.prepared[assignment].notebook
+        try:
+            ran = run_in_worker(verification.prepared[assignment], notebook, private / "verification")
+        except Exception:  # noqa: BLE001 - then it is verified after grading
+            log.write(traceback.format_exc())
+        phases["verification"] = time.monotonic() - started
     if "Autograde" in phases:  # the rest of autograde: nbgrader's own work
         phases["nbgrader autograde, without the kernel"] = phases.pop("Autograde") - sum(
             phases.get(k, 0.0) for k in ("kernel start", "cells", "kernel stop"))
@@ -224,7 +241,7 @@ def grade_in_private_course(course_root: str, assignment: str, student: str, sna
         phases["nbgrader feedback"] = phases.pop("GenerateFeedback")
     seconds = time.monotonic() - start
     phases["copies and set-up"] = seconds - sum(phases.values())
-    return {"success": success, "log": log.getvalue(), "seconds": seconds, "phases": phases}
+    return {"success": success, "log": log.getvalue(), "seconds": seconds, "phases": phases, "ran": ran}
 
 
 # --- the single writer ------------------------------------------------------
@@ -303,6 +320,27 @@ def default_jobs():
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def start_template(root: Path, staging: Path):
+    """The warm template (tools/warm.py) that every worker of this run forks
+    its kernels and verifications from, started now, before anything else:
+    it imports (PyTorch, ipykernel) while this process reads the course and
+    prepares the verification. None if warm templates are off or cannot start
+    here; each worker then starts its own, or none."""
+    from . import warm
+
+    if not warm.enabled():
+        return None
+    config = load_config(root)
+    memory = config.SandboxedKernelManager.get("memory_bytes", 2 * 1024**3)
+    source = root / config.CourseDirectory.get("source_directory", "source")
+    # It imports PyTorch if any assignment of the course uses it.
+    _RUN["preload"] = ["torch"] if warm.uses_torch(*source.glob("*/*.ipynb")) else []
+    try:
+        return warm.Template([staging], memory_bytes=memory, base=staging, preload=_RUN["preload"], wait=False)
+    except Exception:  # noqa: BLE001 - (no sandbox here: grading says so)
+        return None
+
+
 def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
     """Grade a course; return the number of submissions that failed to grade."""
     os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -312,7 +350,19 @@ def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
     # nbgrader_config.py finds tools/ next to the venv; make it importable here too.
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    layout = Layout.of(Path(course).absolute())
+    with tempfile.TemporaryDirectory(prefix="nbgrader-grade-") as staging:
+        staging = Path(staging)
+        template = start_template(Path(course).absolute(), staging)
+        try:
+            return grade_in(Path(course).absolute(), staging, template, assignments, jobs, out)
+        finally:
+            if template is not None:
+                template.close()
+
+
+def grade_in(course: Path, staging: Path, template, assignments, jobs, out):
+    """grade(), with the run's staging folder and its warm template (or None)."""
+    layout = Layout.of(course)
     todo = submissions(layout, assignments)
     jobs = max(1, int(jobs or default_jobs()))
     if not todo:
@@ -325,53 +375,74 @@ def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
 
     failures = 0
     phases = {}  # seconds per phase, summed over submissions
+    verdicts = {}
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="nbgrader-grade-") as staging:
-        staging = Path(staging)
-        snapshot = staging / "gradebook.db"
-        snapshot_gradebook(layout, snapshot)
-        # fork: the workers start with nbgrader already imported.
-        import nbgrader.converters  # noqa: F401
+    snapshot = staging / "gradebook.db"
+    snapshot_gradebook(layout, snapshot)
+    if os.environ.get("GRADING_VERIFY", "on") != "off":
+        from .verify import Run
 
-        context = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            futures = {}
-            for assignment, student in todo:
-                private = staging / f"{assignment}--{student}"
-                private.mkdir()
-                future = pool.submit(
-                    grade_in_private_course, str(layout.root), assignment, student, str(snapshot), str(private)
+        # Each worker verifies the submission it has just graded (in a child
+        # of the same template); what no worker verified is verified after
+        # grading, as before.
+        (staging / "verification").mkdir()
+        _RUN["verification"] = Run.start(layout, todo, None, staging / "verification", out, alongside=True)
+    # fork: the workers start with nbgrader already imported, and share the template.
+    import nbgrader.converters  # noqa: F401
+
+    from . import warm
+
+    if template is not None:
+        try:
+            template.wait_ready()
+            warm.share_kernel_template(template)
+        except warm.TemplateError as error:
+            print(f"(no shared warm template: {error}; each worker starts its own)", file=out, flush=True)
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        futures = {}
+        for assignment, student in todo:
+            private = staging / f"{assignment}--{student}"
+            private.mkdir()
+            future = pool.submit(
+                grade_in_private_course, str(layout.root), assignment, student, str(snapshot), str(private)
+            )
+            futures[future] = (assignment, student, private)
+        for future in as_completed(futures):
+            assignment, student, private = futures[future]
+            try:
+                result = future.result()
+            except Exception:  # noqa: BLE001 - a worker that died
+                result = {"success": False, "log": traceback.format_exc(), "seconds": 0.0}
+            for name, seconds in result.get("phases", {}).items():
+                phases[name] = phases.get(name, 0.0) + seconds
+            if result.get("ran") is not None:
+                verdicts[assignment, student] = _RUN["verification"].judge(
+                    assignment, student, result["ran"], private / "verification")
+            if result["success"]:
+                score, max_score = merge_results(layout, private, assignment, student)
+                print(
+                    f"  {assignment}  {student}: {score:g} / {max_score:g}  ({result['seconds']:.1f} s)",
+                    file=out, flush=True,
                 )
-                futures[future] = (assignment, student, private)
-            for future in as_completed(futures):
-                assignment, student, private = futures[future]
-                try:
-                    result = future.result()
-                except Exception:  # noqa: BLE001 - a worker that died
-                    result = {"success": False, "log": traceback.format_exc(), "seconds": 0.0}
-                for name, seconds in result.get("phases", {}).items():
-                    phases[name] = phases.get(name, 0.0) + seconds
-                if result["success"]:
-                    score, max_score = merge_results(layout, private, assignment, student)
-                    print(
-                        f"  {assignment}  {student}: {score:g} / {max_score:g}  ({result['seconds']:.1f} s)",
-                        file=out, flush=True,
-                    )
-                else:
-                    failures += 1
-                    print(f"  {assignment}  {student}: NOT GRADED, previous results kept\n{result['log']}",
-                          file=out, flush=True)
-                _rmtree(private)
+            else:
+                failures += 1
+                print(f"  {assignment}  {student}: NOT GRADED, previous results kept\n{result['log']}",
+                      file=out, flush=True)
+            _rmtree(private)
+    warm.close_kernel_template()
     csv = export_grades(layout)
     elapsed = time.monotonic() - started
     print(f"graded {len(todo) - failures} of {len(todo)} in {elapsed:.1f} s; feedback in "
           f"{layout.root / layout.feedback}; grades exported to {csv}", file=out, flush=True)
     print("worker seconds per phase, all submissions: "
           + "; ".join(f"{name} {seconds:.1f}" for name, seconds in phases.items()), file=out, flush=True)
-    if os.environ.get("GRADING_VERIFY", "on") != "off":
-        from .verify import verify
-
-        verify(layout.root, todo, jobs=jobs, out=out)
+    run, _RUN["verification"] = _RUN["verification"], None
+    if run is not None:
+        run.seconds = phases.get("verification", 0.0)
+        done = list(verdicts.values())
+        done += run.verify_each([key for key in todo if key not in verdicts], jobs)
+        run.conclude(done, out)
     return failures
 
 

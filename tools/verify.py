@@ -316,14 +316,31 @@ def verify_submission(assignment: Assignment, notebook: Path, workdir: Path, tem
     """Run one submission's checks in the sandbox and judge them here: in a
     child of ``template`` (tools/warm.py) if given, else in a fresh sandboxed
     Python."""
+    return judge_submission(assignment, run_submission(assignment, notebook, workdir, template), workdir)
+
+
+@dataclass
+class Ran:
+    """How one submission's checks ran; their results are in ``workdir/results``."""
+
+    cells: dict | None  # the student's solution cells, None if the notebook could not be read
+    added: dict
+    status: str
+    problem: str = ""
+    seconds: float = 0.0
+
+
+def run_submission(assignment: Assignment, notebook: Path, workdir: Path, template=None) -> Ran:
+    """Run one submission's checks in the sandbox (a child of ``template`` if
+    given, else a fresh sandboxed Python); nothing is judged yet."""
     from .sandbox import sandboxed_command
 
     start = time.monotonic()
-    verdict = Verdict(assignment.name, "", assignment.max_score)
+    problem = ""
     try:
         cells, added = student_cells(notebook, assignment.solution_ids, [s.name for s in assignment.steps])
     except (OSError, ValueError, UnicodeDecodeError, RecursionError) as error:
-        verdict.problem = f"the notebook could not be read: {error}"
+        problem = f"the notebook could not be read: {error}"
         cells, added = None, {}
     status = "not run"
     results = workdir / "results"
@@ -338,25 +355,30 @@ def verify_submission(assignment: Assignment, notebook: Path, workdir: Path, tem
                 memory_bytes=assignment.limits.memory_bytes, cpu_seconds=assignment.limits.cpu_seconds,
             )
             status = template.run(request, timeout=assignment.limits.run_seconds)
-            judge_results(assignment, verdict, results, status, cells, added)
-            verdict.seconds = time.monotonic() - start
-            return verdict
-        python = BIN / "python"
-        command = sandboxed_command(
-            [python, HARNESS, program_file, assignment.inputs, results],
-            results,
-            memory_bytes=assignment.limits.memory_bytes,
-            cpu_seconds=assignment.limits.cpu_seconds,
-            readable=[HARNESS, program_file, assignment.inputs],
-        )
-        try:
-            proc = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL, timeout=assignment.limits.run_seconds)
-            status = f"exit status {proc.returncode}"
-        except subprocess.TimeoutExpired:
-            status = f"stopped after {assignment.limits.run_seconds:g} s"
-    judge_results(assignment, verdict, results, status, cells, added)
-    verdict.seconds = time.monotonic() - start
+        else:
+            python = BIN / "python"
+            command = sandboxed_command(
+                [python, HARNESS, program_file, assignment.inputs, results],
+                results,
+                memory_bytes=assignment.limits.memory_bytes,
+                cpu_seconds=assignment.limits.cpu_seconds,
+                readable=[HARNESS, program_file, assignment.inputs],
+            )
+            try:
+                proc = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL, timeout=assignment.limits.run_seconds)
+                status = f"exit status {proc.returncode}"
+            except subprocess.TimeoutExpired:
+                status = f"stopped after {assignment.limits.run_seconds:g} s"
+    return Ran(cells, added, status, problem, time.monotonic() - start)
+
+
+def judge_submission(assignment: Assignment, ran: Ran, workdir: Path) -> Verdict:
+    """Judge what ``run_submission`` left in ``workdir``, here."""
+    start = time.monotonic()
+    verdict = Verdict(assignment.name, "", assignment.max_score, problem=ran.problem)
+    judge_results(assignment, verdict, workdir / "results", ran.status, ran.cells, ran.added)
+    verdict.seconds = ran.seconds + time.monotonic() - start
     return verdict
 
 
@@ -457,53 +479,86 @@ def verify(course, todo=None, assignments=(), jobs=None, seed=None, out=sys.stdo
     of ``assignments``, or of all assignments). Returns the verdicts.
     """
     from .grade import Layout, default_jobs, submissions
-    from .sandbox import SandboxUnavailable, check_available
 
     layout = Layout.of(Path(course).absolute())
-    try:
-        check_available()
-    except SandboxUnavailable as error:
-        print(f"NOT VERIFIED: verification runs student code in the sandbox: {error}", file=out, flush=True)
-        return []
     if todo is None:
         todo = submissions(layout, assignments)
     todo = sorted(todo)
-    seed = run_seed(seed)
     jobs = max(1, int(jobs or default_jobs()))
-    started = time.monotonic()
-    print(f"verifying {len(todo)} submission(s) outside the notebook, with seed {seed} "
-          f"(VERIFY_SEED={seed} repeats this run)", file=out, flush=True)
-    verdicts = []
     with tempfile.TemporaryDirectory(prefix="verify-") as staging:
-        staging = Path(staging)
-        prepared = {}
+        run = Run.start(layout, todo, seed, Path(staging), out)
+        if run is None:
+            return []
+        done = run.verify_each(todo, jobs)
+    return run.conclude(done, out)
+
+
+@dataclass
+class Run:
+    """One verification run: its seed, each assignment's checks prepared in
+    ``staging``, and the clock. ``make grade`` (tools/grade.py) starts one
+    before grading and lets each worker verify the submission it has just
+    graded, in a child of the same warm template (``verify_in_worker``);
+    ``verify`` above runs one on its own."""
+
+    layout: object
+    seed: int
+    prepared: dict
+    staging: Path
+    started: float
+    seconds: float = 0.0  # time spent verifying (summed over workers when they verify)
+
+    @classmethod
+    def start(cls, layout, todo, seed, staging: Path, out, alongside=False):
+        """Prepare every assignment of ``todo``; None (and why, printed) if
+        student code cannot run in the sandbox here."""
+        from .sandbox import SandboxUnavailable, check_available
+
+        try:
+            check_available()
+        except SandboxUnavailable as error:
+            print(f"NOT VERIFIED: verification runs student code in the sandbox: {error}", file=out, flush=True)
+            return None
+        seed = run_seed(seed)
+        print(f"verifying {len(todo)} submission(s) outside the notebook"
+              f"{', each right after it is graded,' if alongside else ''} with seed {seed} "
+              f"(VERIFY_SEED={seed} repeats this run)", file=out, flush=True)
+        run = cls(layout, seed, {}, staging, time.monotonic())
         limits = Limits.of_course(layout.root)
         for name in sorted({a for a, _ in todo}):
             source = layout.root / layout.source / name / f"{name}.ipynb"
             try:
-                prepared[name] = prepare(name, source, seed, staging, limits)
+                run.prepared[name] = prepare(name, source, seed, staging, limits)
             except Exception as error:  # noqa: BLE001 - grading is done; say why this assignment is not verified
                 print(f"  {name}: NOT VERIFIED: {error}", file=out, flush=True)
-        work = [(a, s) for a, s in todo if a in prepared]
+        return run
+
+    def notebook(self, assignment: str, student: str) -> Path:
+        layout = self.layout
+        return layout.root / layout.submitted / student / assignment / self.prepared[assignment].notebook
+
+    def verify_each(self, todo, jobs) -> list:
+        """Verify ``todo`` here, ``jobs`` at a time, each in a child of one warm
+        template per thread."""
         from .warm import uses_torch
 
-        templates = Templates(staging, max((p.limits.memory_bytes for p in prepared.values()), default=0),
+        layout, prepared = self.layout, self.prepared
+        work = [(a, s) for a, s in todo if a in prepared]
+        if not work:
+            return []
+        started = time.monotonic()
+        templates = Templates(self.staging, max((p.limits.memory_bytes for p in prepared.values()), default=0),
                               ["torch"] if uses_torch(*(layout.root / layout.source / name / f"{name}.ipynb"
                                                         for name in prepared)) else [])
 
         def one(index_item):
             index, (name, student) = index_item
-            assignment = prepared[name]
-            workdir = staging / f"submission-{index}"
+            workdir = self.staging / f"submission-{index}"
             workdir.mkdir()
-            notebook = layout.root / layout.submitted / student / name / assignment.notebook
             try:
-                verdict = templates.verify(assignment, notebook, workdir)
+                verdict = templates.verify(prepared[name], self.notebook(name, student), workdir)
             except Exception:  # noqa: BLE001 - reported; the submission counts as unverified
-                verdict = Verdict(name, student, assignment.max_score,
-                                  problem=f"verification failed: {traceback.format_exc(limit=3)[-300:]}")
-                for grade_id, points in assignment.points.items():
-                    verdict.cells.append(CellVerdict(grade_id, points, 0.0, None, verdict.problem))
+                verdict = unverified(prepared[name], traceback.format_exc(limit=3))
             verdict.student = student
             shutil.rmtree(workdir, ignore_errors=True)
             return verdict
@@ -513,19 +568,70 @@ def verify(course, todo=None, assignments=(), jobs=None, seed=None, out=sys.stdo
                 done = list(pool.map(one, enumerate(work)))
         finally:
             templates.close()
-    scores = nbgrader_scores(layout.db_url, [(v.assignment, Path(prepared[v.assignment].notebook).stem, v.student)
-                                             for v in done])
-    for verdict in done:
-        if (verdict.assignment, verdict.student) not in scores:
-            print(f"  {verdict.assignment}  {verdict.student}: not in the gradebook, skipped", file=out, flush=True)
-            continue
-        for cell in verdict.cells:
-            score = scores[verdict.assignment, verdict.student].get(cell.grade_id)
-            cell.nbgrader = float(score) if score is not None else 0.0
-        verdicts.append(verdict)
-    path = write_csv(layout.root / CSV_NAME, verdicts)
-    report(verdicts, path, time.monotonic() - started, out)
-    return verdicts
+        self.seconds += time.monotonic() - started
+        return done
+
+    def judge(self, assignment: str, student: str, ran: Ran, workdir: Path) -> Verdict:
+        """The verdict on what a worker ran (``run_in_worker``), judged here."""
+        try:
+            verdict = judge_submission(self.prepared[assignment], ran, workdir)
+        except Exception:  # noqa: BLE001 - reported; the submission counts as unverified
+            verdict = unverified(self.prepared[assignment], traceback.format_exc(limit=3))
+        verdict.student = student
+        return verdict
+
+    def conclude(self, done, out) -> list:
+        """Compare the verdicts with the gradebook's scores, write integrity.csv, report."""
+        prepared, layout = self.prepared, self.layout
+        verdicts = []
+        scores = nbgrader_scores(layout.db_url, [(v.assignment, Path(prepared[v.assignment].notebook).stem,
+                                                  v.student) for v in done])
+        for verdict in sorted(done, key=lambda v: (v.assignment, v.student)):
+            if (verdict.assignment, verdict.student) not in scores:
+                print(f"  {verdict.assignment}  {verdict.student}: not in the gradebook, skipped", file=out,
+                      flush=True)
+                continue
+            for cell in verdict.cells:
+                score = scores[verdict.assignment, verdict.student].get(cell.grade_id)
+                cell.nbgrader = float(score) if score is not None else 0.0
+            verdicts.append(verdict)
+        path = write_csv(layout.root / CSV_NAME, verdicts)
+        report(verdicts, path, self.seconds, out)
+        return verdicts
+
+
+def unverified(assignment: Assignment, problem: str) -> Verdict:
+    """The verdict on a submission whose verification failed: every cell 0."""
+    verdict = Verdict(assignment.name, "", assignment.max_score, problem=f"verification failed: {problem[-300:]}")
+    for grade_id, points in assignment.points.items():
+        verdict.cells.append(CellVerdict(grade_id, points, 0.0, None, verdict.problem))
+    return verdict
+
+
+def run_in_worker(assignment: Assignment, notebook: Path, workdir: Path) -> Ran:
+    """Run one submission's checks in a child of this process's kernel
+    template (tools/warm.py), the one its notebook's kernel was forked from: no
+    second template, and no second start of Python and PyTorch. make grade's
+    workers run this right after autograde; ``workdir`` must be under the
+    template's folders. Without a template, a fresh sandboxed Python runs it.
+    The process that started the run judges the results (``judge_submission``):
+    a worker, forked from it, must not run PyTorch operations."""
+    from . import warm
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    template = None
+    if warm.enabled():
+        try:
+            template = warm.kernel_template(workdir, assignment.limits.memory_bytes)
+        except Exception:  # noqa: BLE001 - then a fresh sandboxed Python
+            template = None
+    try:
+        return run_submission(assignment, notebook, workdir, template)
+    except warm.TemplateError:
+        warm.close_kernel_template()
+        shutil.rmtree(workdir, ignore_errors=True)
+        workdir.mkdir()
+        return run_submission(assignment, notebook, workdir)
 
 
 class Templates:

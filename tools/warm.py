@@ -57,8 +57,10 @@ def canonical(path) -> str:
 class Template:
     """One warm template process, sandboxed, serving requests on a unix socket."""
 
-    def __init__(self, roots, *, memory_bytes: int = 2 * 1024**3, python=None, base=None, preload=("torch",)):
+    def __init__(self, roots, *, memory_bytes: int = 2 * 1024**3, python=None, base=None, preload=("torch",),
+                 wait=True):
         sandbox.check_available()
+        self.owner = os.getpid()  # only this process stops it; forked processes may use it
         self.roots = [canonical(r) for r in roots]
         self.memory_bytes = int(memory_bytes)
         self.python = Path(python or BIN / "python")
@@ -84,6 +86,15 @@ class Template:
             command[at:at] = ["--cap-add", "CAP_SETFCAP"]
         self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                         stderr=self.log)
+        self.ready = False
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self):
+        """Wait until the template has imported everything (``wait=False`` lets
+        the caller do other work meanwhile); raises TemplateError if it failed."""
+        if self.ready:
+            return
         import selectors
 
         with selectors.DefaultSelector() as selector:
@@ -94,6 +105,7 @@ class Template:
             errors = self.errors()
             self.close()
             raise TemplateError(f"the warm template did not start: {line!r} {errors}")
+        self.ready = True
 
     def errors(self) -> str:
         """What the template (and the children, before they run the payload) wrote to stderr."""
@@ -104,7 +116,15 @@ class Template:
             return ""
 
     def alive(self) -> bool:
-        return self.process.poll() is None
+        if os.getpid() == self.owner:
+            return self.process.poll() is None
+        # A process forked from the owner cannot wait for it: it asks /proc.
+        try:
+            with open(f"/proc/{self.process.pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return False
+        return state not in ("Z", "X")
 
     def covers(self, paths) -> bool:
         return all(any(canonical(p) == r or canonical(p).startswith(r + "/") for r in self.roots) for p in paths)
@@ -161,6 +181,8 @@ class Template:
         return [str(self.python), "-I", "-S", str(CLIENT), str(self.socket), str(request_file)]
 
     def close(self):
+        if os.getpid() != self.owner:  # (a forked process's copy: the owner stops it)
+            return
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
@@ -248,6 +270,18 @@ def kernel_template(workdir, memory_bytes) -> Template | None:
 
         atexit.register(close_kernel_template)
     return template
+
+
+def share_kernel_template(template: Template):
+    """Make ``template`` the kernels' template of this process and of the
+    processes it forks from now on (make grade's workers: one template serves
+    them all, each request in a sandbox of its own). Its folders must cover
+    the folders ``set_kernel_roots`` gives."""
+    global _kernel_template
+    _kernel_template = template
+    import atexit
+
+    atexit.register(close_kernel_template)
 
 
 def kernel_template_running() -> bool:
