@@ -13,15 +13,15 @@ job: autograde, feedback, grades.csv and, for `make grade`, verification.
   nbgrader's own Execute and feedback preprocessors (no sandbox);
 - make grade, as instructors run it (sandboxed, every grade verified outside
   the notebook: tools/verify.py), with JOBS=1 and JOBS=N (default: the number
-  of cores): kernels and verifications forked from one warm template per
-  worker (tools/warm.py);
+  of cores): kernels and verifications forked from one warm template, which
+  every worker shares (tools/warm.py);
 - the same with GRADING_WARM=off: every kernel and every verification starts
   a fresh sandboxed Python (how `make grade` worked before the templates).
 
 It prints, per assignment, the seconds and the speed-up over stock of each
 run, the seconds per phase that `make grade` reports (worker seconds summed
-over submissions: kernel start, cells, kernel stop, nbgrader's own work,
-feedback; and the wall-clock seconds of verification), and checks that every
+over submissions: kernel start, cells, kernel stop, verification, nbgrader's
+own work, feedback; and the wall clock of it all), and checks that every
 submission gets exactly the same score in every cell from all runs, and that
 verification flags none of these honest submissions.
 """
@@ -114,7 +114,6 @@ def cell_scores(course, assignment):
 
 PHASES = re.compile(r"worker seconds per phase, all submissions: (.*)")
 GRADED = re.compile(r"graded \d+ of \d+ in ([\d.]+) s")
-VERIFIED = re.compile(r"verified (\d+) submission\(s\) in ([\d.]+) s; (\d+) flagged")
 
 
 def make_grade(course, jobs, warm=True):
@@ -133,9 +132,7 @@ def make_grade(course, jobs, warm=True):
             name, _, value = part.rpartition(" ")
             phases[name] = float(value)
     graded = GRADED.search(proc.stdout)
-    verified = VERIFIED.search(proc.stdout)
-    phases["autograde + feedback, wall clock"] = float(graded.group(1)) if graded else float("nan")
-    phases["verification, wall clock"] = float(verified.group(2)) if verified else float("nan")
+    phases["autograde + feedback + verification, wall clock"] = float(graded.group(1)) if graded else float("nan")
     with open(course.root / "integrity.csv", newline="") as f:
         integrity = list(csv.DictReader(f))
     return seconds, phases, integrity
@@ -154,7 +151,7 @@ def benchmark(assignment, n, jobs, tmp: Path, out=sys.stdout):
     problems = []
     plan = [(j, True) for j in sorted({1, jobs})] + [(jobs, False)]
     for j, warm in plan:
-        name = f"make grade JOBS={j}" + ("" if warm else ", GRADING_WARM=off (before)")
+        name = f"make grade JOBS={j}" + ("" if warm else ", GRADING_WARM=off")
         course = new_course(tmp / f"{assignment}-{j}-{warm}", assignment, submissions)
         seconds, phases, integrity = make_grade(course, j, warm)
         runs[name] = (seconds, phases, cell_scores(course, assignment))
@@ -194,8 +191,8 @@ def main(argv=None):
         for name, (seconds, _, _) in runs.items():
             print(f"| {assignment}: {name} | {seconds:.1f} | {n / seconds:.2f} | {stock / seconds:.2f}x | "
                   f"{'no' if any(p.startswith(name + ':') for p in problems) else 'yes'} |")
-    print("\nPer phase (make grade's own report; kernel start/cells/kernel stop/nbgrader are worker seconds "
-          "summed over submissions, the last two wall clock):")
+    print("\nPer phase (make grade's own report: worker seconds summed over submissions, then the wall clock "
+          "of the grading phase, whose workers verify each submission right after grading it):")
     for assignment, runs in results.items():
         for name, (_, phases, _) in runs.items():
             if phases:

@@ -15,19 +15,22 @@ What it does, with nbgrader's own code throughout:
 2. Each submission is autograded (and its feedback generated) by one of N
    worker processes, in a private copy of the course: the submission, the
    assignment's source and a snapshot of the gradebook. Student code runs in
-   the sandbox that nbgrader_config.py sets up, forked from the worker's warm
-   template (tools/warm.py): Python and PyTorch start once per worker. No
-   worker writes to the real gradebook, so workers cannot get in each other's
-   way. The time each phase took is printed at the end.
+   the sandbox that nbgrader_config.py sets up, forked from the run's warm
+   template (tools/warm.py), which this command starts before anything else:
+   Python and PyTorch start once per run. Right after, the same worker
+   verifies the submission outside its notebook (tools/verify.py) in another
+   child of the template; this process judges the result. No worker writes
+   to the real gradebook, so workers cannot get in each other's way. The time
+   each phase took is printed at the end.
 3. This process alone writes the results into the real gradebook, one
    submission at a time, exactly the fields that ``nbgrader autograde`` writes
    (automatic scores and comments, timestamp, late penalty); manual grades and
    comments from the formgrader are kept. It then replaces the submission's
    ``autograded/`` and ``feedback/`` folders.
 4. ``grades.csv`` is exported (nbgrader's CSV export of the whole gradebook).
-5. Every submission is verified outside its notebook (``tools/verify.py``,
-   instructor/integrity.md) and ``integrity.csv`` written; flagged submissions
-   are listed. ``GRADING_VERIFY=off`` skips this step.
+5. ``integrity.csv`` is written from the verdicts of step 2 (a submission no
+   worker verified is verified now; instructor/integrity.md); flagged
+   submissions are listed. ``GRADING_VERIFY=off`` skips verification.
 
 Running it again regrades everything from the submissions: nothing is lost. A
 submission that fails to grade (for a reason other than its own code) keeps
@@ -333,8 +336,8 @@ def start_template(root: Path, staging: Path):
     config = load_config(root)
     memory = config.SandboxedKernelManager.get("memory_bytes", 2 * 1024**3)
     source = root / config.CourseDirectory.get("source_directory", "source")
-    # It imports PyTorch if any assignment of the course uses it.
-    _RUN["preload"] = ["torch"] if warm.uses_torch(*source.glob("*/*.ipynb")) else []
+    # It imports what the course's assignments need (PyTorch if any uses it).
+    _RUN["preload"] = warm.preload_for(*source.glob("*/*.ipynb"))
     try:
         return warm.Template([staging], memory_bytes=memory, base=staging, preload=_RUN["preload"], wait=False)
     except Exception:  # noqa: BLE001 - (no sandbox here: grading says so)
@@ -456,4 +459,12 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    # Everything is written: skip tearing down an interpreter that has
+    # imported PyTorch and nbgrader (about a second), after the exit handlers.
+    import atexit
+
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

@@ -1,8 +1,9 @@
 """Verify every graded submission outside its notebook's kernel.
 
 Usage: ``python -m tools.verify [ASSIGNMENT ...] [--course FOLDER] [--jobs N] [--seed S]``.
-``make grade`` runs it after grading (``tools.grade``); run it alone to verify
-again what the gradebook holds.
+``make grade`` (``tools.grade``) verifies each submission right after grading
+it, in the grading worker (``Run``, ``run_in_worker``); run this alone to
+verify again what the gradebook holds.
 
 nbgrader runs the hidden tests in the same Python process as the student's
 code, so that code can defeat them (replace ``torch.allclose``, swallow
@@ -540,7 +541,7 @@ class Run:
     def verify_each(self, todo, jobs) -> list:
         """Verify ``todo`` here, ``jobs`` at a time, each in a child of one warm
         template per thread."""
-        from .warm import uses_torch
+        from .warm import preload_for
 
         layout, prepared = self.layout, self.prepared
         work = [(a, s) for a, s in todo if a in prepared]
@@ -548,8 +549,8 @@ class Run:
             return []
         started = time.monotonic()
         templates = Templates(self.staging, max((p.limits.memory_bytes for p in prepared.values()), default=0),
-                              ["torch"] if uses_torch(*(layout.root / layout.source / name / f"{name}.ipynb"
-                                                        for name in prepared)) else [])
+                              preload_for(*(layout.root / layout.source / name / f"{name}.ipynb"
+                                            for name in prepared)))
 
         def one(index_item):
             index, (name, student) = index_item

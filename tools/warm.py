@@ -1,11 +1,12 @@
-"""Warm templates: start-up paid once per worker, not once per submission.
+"""Warm templates: start-up paid once per grading run, not once per submission.
 
 Starting Python and importing PyTorch takes about 1.5 s; the cells of a
-submission run in about half a second. A template (tools/warm_template.py) is
+submission run in a fraction of a second. A template (tools/warm_template.py) is
 one sandboxed Python (tools/sandbox.py: bubblewrap, limits) that has imported
 NumPy, ipykernel, the verification harness and, for assignments that use it,
-PyTorch, and never runs student
-code. For each submission it forks a child that becomes a fresh sandbox of its
+PyTorch (and what PyTorch would import on first use), and never runs student
+code. make grade starts one per run and shares it with all its workers
+(``share_kernel_template``). For each request it forks a child that becomes a fresh sandbox of its
 own before it touches the submission (new namespaces nested in the
 template's, fresh /tmp and /dev/shm, only the submission's folders visible,
 locked mounts, no capabilities, limits) and runs the kernel or the
@@ -222,16 +223,27 @@ def kernel_private_root() -> Path:
     return _kernel_root
 
 
-def uses_torch(*notebooks) -> bool:
-    """Whether any of these notebooks imports PyTorch: only then is it worth
-    importing in a template (about 1.5 s of its start)."""
+# What PyTorch 2.13.0 imports only on first use, which every submission would
+# then pay for in its own child: the first torch.testing.assert_close imports
+# torch.distributed.tensor (0.5 s, to check for DTensors), the first optimizer
+# step torch._dynamo (0.5 s). (code a notebook contains, module to import)
+FIRST_USE = [("assert_close", "torch.distributed.tensor"), ("torch.optim", "torch._dynamo")]
+
+
+def preload_for(*notebooks) -> list:
+    """The modules a template should import for these notebooks: PyTorch if
+    any of them imports it (about 1.5 s of a template's start), and what it
+    would import on first use of what they call; else nothing beyond NumPy
+    and ipykernel."""
+    texts = []
     for notebook in notebooks:
         try:
-            if "import torch" in Path(notebook).read_text(errors="replace"):
-                return True
+            texts.append(Path(notebook).read_text(errors="replace"))
         except OSError:
-            return True
-    return False
+            texts.append("import torch assert_close torch.optim")  # (unreadable: import everything)
+    if not any("import torch" in text for text in texts):
+        return []
+    return ["torch"] + [module for code, module in FIRST_USE if any(code in text for text in texts)]
 
 
 def set_kernel_preload(modules):
@@ -240,7 +252,7 @@ def set_kernel_preload(modules):
     _preload = tuple(modules)
 
 
-_preload = ("torch",)
+_preload = ("torch",)  # (make grade sets it: preload_for)
 
 
 def kernel_template(workdir, memory_bytes) -> Template | None:

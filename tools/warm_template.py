@@ -314,13 +314,14 @@ def main(argv):
     # operation or starts a thread.
     import numpy  # noqa: F401
 
-    for module in preload:  # PyTorch, for the assignments that use it
-        importlib.import_module(module)
-        for later in FIRST_USE.get(module, ()):
-            try:
-                importlib.import_module(later)
-            except ImportError:  # (a build without it: the first use then fails as it would anyway)
-                pass
+    for module in preload:  # PyTorch, for the assignments that use it (tools/warm.py's preload_for)
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            if module == preload[0]:
+                raise
+            # (a module PyTorch imports on first use, missing from this build:
+            # that first use fails in the child as it would anyway)
     import IPython  # noqa: F401
     import ipykernel.ipkernel  # noqa: F401
     from ipykernel import kernelapp  # noqa: F401
@@ -353,12 +354,6 @@ def main(argv):
     serve(sock_path, roots)
 
 
-# Modules a library imports only when first used, which nearly every
-# submission then pays for in its own child: in torch 2.13.0 the first
-# torch.testing.assert_close imports torch.distributed.tensor (0.5 s, to check
-# for DTensors), and the first optimizer step torch._dynamo (0.5 s). Importing
-# them starts no thread (checked below, as for every import).
-FIRST_USE = {"torch": ("torch.distributed.tensor", "torch._dynamo")}
 HARNESS = None
 ENVIRONMENT = []  # set by main(): see environment()
 
