@@ -18,9 +18,13 @@ student names), so that what one leaves behind, the next would find:
 - ``w4-crash`` fills its memory and burns CPU in several processes, signals
   PID 1 and every process it can, and kills its own Python;
 - ``w5-after``, an honest submission graded after all of them by the same
-  worker, gets full marks, verified.
+  worker, gets full marks, verified;
+- ``w0-carry`` leaves the same kinds of things in its notebook and looks for
+  them in its own verification, which the same worker forks from the same
+  template right after.
 
-With two workers, two probers run at the same time and look for each other.
+With two workers (which share one template), two probers run at the same
+time and look for each other; then a hog crashes beside an honest submission.
 """
 
 import subprocess
@@ -42,7 +46,7 @@ open('/tmp/planted-{TOKEN}', 'w').write('x')
 open('/dev/shm/planted-{TOKEN}', 'w').write('x')
 torch.allclose = lambda *args, **kwargs: True
 numpy.allclose = lambda *args, **kwargs: True
-builtins.planted_{TOKEN} = True
+setattr(builtins, 'planted_{TOKEN}', True)
 subprocess.Popen(['sleep', '600', '{TOKEN}'], start_new_session=True)
 if os.fork() == 0:
     os.setsid()
@@ -115,6 +119,28 @@ while time.monotonic() < end:  # long enough to overlap a submission graded at t
 assert not reached, f'reached outside its own sandbox: {sorted(reached)}'
 """
 
+# Its kernel and then its verification run this, one right after the other,
+# in two children of the same template: the second must find nothing the
+# first left (both run first; the first to leave would be the kernel).
+CARRY = f"""
+import os, subprocess, builtins, torch
+found = [name for name in os.listdir('/tmp') + os.listdir('/dev/shm') if 'carried' in name]
+if hasattr(builtins, 'carried_{TOKEN}') or hasattr(torch, 'carried_{TOKEN}'):
+    found.append('a patched module')
+for pid in (d for d in os.listdir('/proc') if d.isdigit()):
+    try:
+        if b'carry-{TOKEN}' in open(f'/proc/{{pid}}/cmdline', 'rb').read():
+            found.append(f'process {{pid}}')
+    except OSError:
+        pass
+assert not found, f'left by this submission in its notebook: {{found}}'
+open('/tmp/carried-{TOKEN}', 'w').write('x')
+open('/dev/shm/carried-{TOKEN}', 'w').write('x')
+setattr(builtins, 'carried_{TOKEN}', True)
+setattr(torch, 'carried_{TOKEN}', True)
+subprocess.Popen(['sleep', '602', 'carry-{TOKEN}'], start_new_session=True)
+"""
+
 CRASH = """
 import os, time
 for _ in range(3):
@@ -139,13 +165,17 @@ big = bytearray(6 * 1024**3)
 CRASH_END = "\nimport os\nos._exit(1)\n"
 
 SEQUENTIAL = {
+    "w0-carry": CARRY + ANSWER,
     "w1-leave": LEAVE + ANSWER,
     "w2-find": FIND + ANSWER,
     "w3-probe": PROBE + ANSWER,
     "w4-crash": CRASH + CRASH_END,
     "w5-after": "print('forked:', 'warm_template.py' in open('/proc/self/cmdline').read())\n" + ANSWER,
 }
-PARALLEL = {"p1-probe": PROBE + ANSWER, "p2-probe": PROBE + ANSWER}
+# Two workers share one template: two probers graded at the same time, then
+# a crashing hog beside an honest submission.
+PARALLEL = {"p1-probe": PROBE + ANSWER, "p2-probe": PROBE + ANSWER, "p3-crash": CRASH + CRASH_END,
+            "p4-beside": "import time\ntime.sleep(2)\n" + ANSWER}
 
 
 def grade(root, cells, jobs):
@@ -203,6 +233,8 @@ def test_the_warm_template_graded_them(sequential):
 
 
 def test_nothing_left_behind_reaches_the_next_submission(sequential):
+    # w1-leave's own answer is right: it ran all it leaves behind, in its notebook and in its verification.
+    assert_full_marks_verified(sequential, "w1-leave")
     assert_full_marks_verified(sequential, "w2-find")
 
 
@@ -225,3 +257,21 @@ def test_a_crashing_hog_costs_only_its_own_points(sequential):
     assert sequential["scores"]["w4-crash"]["score"] == 8, cells
     assert_full_marks_verified(sequential, "w5-after")
     assert_full_marks_verified(sequential, "w2-find")
+
+
+def test_a_submission_verified_right_after_its_notebook_finds_nothing_of_it(sequential):
+    """Its verification runs in the same worker, forked from the same template,
+    right after its kernel: it must not find the files, processes and patched
+    modules its kernel left."""
+    assert_full_marks_verified(sequential, "w0-carry")
+
+
+def test_a_crash_beside_a_submission_graded_from_the_same_template_costs_it_nothing(parallel):
+    """The two workers share one template: a hog that fills its memory, burns
+    CPU, signals every process it can and kills its own Python while the other
+    worker grades an honest submission takes neither that submission nor the
+    template down."""
+    cells = parallel["scores"]["p3-crash"]["cells"]
+    assert cells["test_softmax"] == 0 and cells["test_self_attention"] == 0, cells
+    assert_full_marks_verified(parallel, "p4-beside")
+    assert parallel["survivors"] == []
