@@ -53,6 +53,16 @@ if os.fork() == 0:
     os.execvp('sleep', ['sleep', '601', '{TOKEN}'])
 """
 
+def finding_processes(marker):
+    """Code that adds to ``found`` every process it can see whose command line holds ``marker``."""
+    return f"""for pid in (d for d in os.listdir('/proc') if d.isdigit()):
+    try:
+        if b'{marker}' in open(f'/proc/{{pid}}/cmdline', 'rb').read():
+            found.append(f'process {{pid}}')
+    except OSError:
+        pass"""
+
+
 FIND = f"""
 import os, builtins, numpy, torch
 found = [path for path in ('/tmp/planted-{TOKEN}', '/dev/shm/planted-{TOKEN}') if os.path.exists(path)]
@@ -63,12 +73,7 @@ if numpy.allclose(0, 1):
     found.append('numpy.allclose patched')
 if hasattr(builtins, 'planted_{TOKEN}'):
     found.append('builtins patched')
-for pid in (d for d in os.listdir('/proc') if d.isdigit()):
-    try:
-        if b'{TOKEN}' in open(f'/proc/{{pid}}/cmdline', 'rb').read():
-            found.append(f'process {{pid}}')
-    except OSError:
-        pass
+{finding_processes(TOKEN)}
 assert not found, f'left by an earlier submission: {{found}}'
 """
 
@@ -127,12 +132,7 @@ import os, subprocess, builtins, torch
 found = [name for name in os.listdir('/tmp') + os.listdir('/dev/shm') if 'carried' in name]
 if hasattr(builtins, 'carried_{TOKEN}') or hasattr(torch, 'carried_{TOKEN}'):
     found.append('a patched module')
-for pid in (d for d in os.listdir('/proc') if d.isdigit()):
-    try:
-        if b'carry-{TOKEN}' in open(f'/proc/{{pid}}/cmdline', 'rb').read():
-            found.append(f'process {{pid}}')
-    except OSError:
-        pass
+{finding_processes('carry-' + TOKEN)}
 assert not found, f'left by this submission in its notebook: {{found}}'
 open('/tmp/carried-{TOKEN}', 'w').write('x')
 open('/dev/shm/carried-{TOKEN}', 'w').write('x')
