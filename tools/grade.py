@@ -180,9 +180,9 @@ def grade_in_private_course(course_root: str, assignment: str, student: str, sna
     from . import warm
     from .sandboxed_kernel import PHASES
 
-    # Every private course of this run is under the staging folder: one warm
-    # template per worker serves them all (tools/warm.py), with what every
-    # assignment of the run needs imported.
+    # Every private course of this run is under the staging folder, which the
+    # run's shared template covers (tools/warm.py); if it is gone, this worker
+    # starts its own, importing what the course needs.
     warm.set_kernel_roots([private.parent], base=private.parent)
     if not warm.kernel_template_running():
         warm.set_kernel_preload(_RUN["preload"])
