@@ -16,7 +16,8 @@ job: autograde, feedback, grades.csv and, for `make grade`, verification.
   of cores): kernels and verifications forked from one warm template, which
   every worker shares (tools/warm.py);
 - the same with GRADING_WARM=off: every kernel and every verification starts
-  a fresh sandboxed Python (how `make grade` worked before the templates).
+  a fresh sandboxed Python (as before the templates; verification still runs
+  in the worker, right after grading).
 
 It prints, per assignment, the seconds and the speed-up over stock of each
 run, the seconds per phase that `make grade` reports (worker seconds summed
