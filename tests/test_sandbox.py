@@ -22,6 +22,7 @@ tests check `sandboxed_command`, the building block, on its own.
 import os
 import signal
 import socketserver
+import stat
 import subprocess
 import sys
 import threading
@@ -34,7 +35,7 @@ import pytest
 from tests.conftest import require_sandbox
 from tools.nbgrader_course import Course, fill_release, solution_code
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS
-from tools.sandbox import sandboxed_command
+from tools.sandbox import let_sandbox_write, sandboxed_command
 
 ASSIGNMENT = "ex01_by_hand"
 EARLIER_POINTS = 8  # the four tests before test_softmax
@@ -58,11 +59,12 @@ class AnswerServer(socketserver.ThreadingTCPServer):
         super().__init__(("127.0.0.1", 0), Handler)
 
 
-def attacks(course_root: Path, port: int, token: str):
+def attacks(course_root: Path, port: int, token: str, host: Path):
     """{student: code for the softmax cell}. Each would score full marks if
-    the attack worked."""
+    the attack worked; ``leftovers`` below adds those that leave something in
+    the kernel's folder for the grader to trip over."""
     solution = f"solutions/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
-    return {
+    return {**leftovers(course_root, host), **{
         "reads-solution": f"""
 import json as _json
 for _path in ["../../../{solution}", "{course_root}/{solution}", "{ROOT}/{solution}"]:
@@ -91,6 +93,106 @@ import socket as _socket
 with _socket.create_connection(("127.0.0.1", {port}), timeout=5) as _connection:
     exec(_connection.makefile().read())
 """,
+    }}
+
+
+# Set in the grader's environment by the `graded` fixture: none may reach a notebook.
+SECRETS = {
+    "JPY_API_TOKEN": "jpy-api-token-0f3c",
+    "JUPYTERHUB_API_TOKEN": "hub-api-token-7d21",
+    "COURSE_LMS_TOKEN": "lms-token-a95e",
+}
+FORKS = 1000  # a fork bomb's goal; the sandbox allows far fewer processes
+FLOOD_MIB = 200  # what a flooding cell prints, 1 MiB at a time
+
+
+def leftovers(course_root: Path, host: Path):
+    """{student: softmax cell} for submissions that leave links, devices,
+    pipes, hard links, sparse files or floods in the kernel's working folder,
+    or look for secrets and fork without end. The kernel's folder is
+    ``<private course>/autograded/<student>/<assignment>`` (``../../..`` is
+    the private course, one more ``..`` the run's staging folder). ``host``
+    holds a file and, for root, a character device that no submission may
+    reach. Each cell defines softmax only where its attack needs no success
+    of its own, so grades stay comparable."""
+    notebook = f"{ASSIGNMENT}.ipynb"
+    other = f"{course_root}/submitted/solution/{ASSIGNMENT}/{notebook}"
+    link_over = lambda target: f"""
+import os as _os
+try:
+    _os.remove({notebook!r})
+    _os.symlink({target!r}, {notebook!r})
+except OSError:
+    pass
+""" + ANSWER  # noqa: E731
+    return {
+        "links-to-secrets": f"""
+import os as _os
+for _name, _target in {{
+    "source.txt": "../../../solutions/{ASSIGNMENT}/{notebook}",
+    "snapshot.txt": "../../../../gradebook.db",
+    "gradebook.txt": "{course_root}/gradebook.db",
+    "other-student.txt": "{other}",
+    "spec.txt": "{ROOT}/tools/verification/{ASSIGNMENT}.py",
+    "host.txt": "{host}/secret.txt",
+    "solutions": "{course_root}/solutions",
+}}.items():
+    _os.symlink(_target, _name)
+""" + ANSWER,
+        "writes-over-other-student": link_over(other),
+        "writes-over-gradebook": link_over(f"{course_root}/gradebook.db"),
+        "writes-over-run-snapshot": link_over("../../../../gradebook.db"),
+        "writes-over-verification": link_over(f"../../../../verification/inputs-{ASSIGNMENT}/in0.npy"),
+        "chmods-through-links": f"""
+import os as _os
+_os.symlink("{host}/secret.txt", "mode.txt")
+_os.symlink("{host}/device", "device.txt")
+""" + ANSWER,
+        "link-loop": """
+import os as _os
+_os.symlink("loop-b.txt", "loop-a.txt")
+_os.symlink("loop-a.txt", "loop-b.txt")
+_os.symlink(".", "here")
+""" + ANSWER,
+        "leaves-a-fifo": "import os as _os\n_os.mkfifo('pipe.txt')\n" + ANSWER,
+        "hard-links-its-notebook": f"""
+import os as _os
+try:
+    _os.link({notebook!r}, "notes.txt")
+except OSError:
+    pass
+""" + ANSWER,
+        "sparse-files": """
+for _i in range(4):
+    with open(f"sparse-{_i}.bin", "wb") as _f:
+        _f.truncate(256 * 1024**2)
+""" + ANSWER,
+        "floods-output": f"""
+_chunk = "x" * (1024**2 - 1)
+for _ in range({FLOOD_MIB}):
+    print(_chunk, flush=True)
+""" + ANSWER,
+        "floods-one-message": 'print("x" * (100 * 1024**2))\n' + ANSWER,
+        "fork-bomb": f"""
+import os as _os, time as _time
+_forked = 0
+try:
+    while _forked < {FORKS}:
+        if _os.fork() == 0:
+            _time.sleep(120)
+            _os._exit(0)
+        _forked += 1
+except OSError:
+    pass
+print("forked", _forked)
+if _forked == {FORKS}:
+""" + "\n".join("    " + line for line in ANSWER.splitlines()) + "\n",
+        "prints-secrets": """
+import os as _os
+_found = {k: v for k, v in _os.environ.items() if "TOKEN" in k or "SECRET" in k or "PASSWORD" in k}
+print(_found)
+if _found:
+""" + "\n".join("    " + line for line in ANSWER.splitlines()) + "\n",
     }
 
 
@@ -109,9 +211,10 @@ for _path in ["../../../gradebook.db", "{course_root}/gradebook.db"]:
 
 ANSWER = solution_code(SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")["softmax"]
 HONEST = ("solution", "blank")
+HOST_SECRET = "a file of the grader's machine: 5be1"
 
 
-def grade_course(root: Path, softmax_cells: dict, honest=HONEST):
+def grade_course(root: Path, softmax_cells: dict, honest=HONEST, env=None):
     """A course with the ``honest`` submissions and one per entry of
     ``softmax_cells`` ({student: code}), graded by `make grade`'s command.
     Returns the course, the finished process and the scores in the gradebook."""
@@ -126,9 +229,10 @@ def grade_course(root: Path, softmax_cells: dict, honest=HONEST):
         course.submit("blank", ASSIGNMENT, nbformat.read(release, as_version=4))
     for student, code in softmax_cells.items():
         course.submit(student, ASSIGNMENT, fill_release(release, {**answers, "softmax": code}))
+    course.submitted_before = {path: path.read_bytes() for path in (root / "submitted").rglob("*") if path.is_file()}
     proc = subprocess.run(
         [str(BIN / "python"), "-m", "tools.grade", "--course", str(root), "--jobs", "2"],
-        cwd=ROOT, text=True, capture_output=True, timeout=600,
+        cwd=ROOT, text=True, capture_output=True, timeout=600, env=env,
     )
     try:
         scores = course.scores(ASSIGNMENT)
@@ -142,19 +246,26 @@ def graded(tmp_path_factory):
     """A course with one submission per attack and two honest ones, graded once."""
     require_sandbox("the sandbox tests")
     root = tmp_path_factory.mktemp("sandbox-course")
+    host = tmp_path_factory.mktemp("host")
+    (host / "secret.txt").write_text(HOST_SECRET)
+    (host / "secret.txt").chmod(0o600)
+    if os.geteuid() == 0:  # a harmless device of our own (/dev/null's numbers) stands for the machine's
+        os.mknod(host / "device", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        (host / "device").chmod(0o666)
     token = f"outlives-{uuid.uuid4().hex}"
     server = AnswerServer(ANSWER)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        cells = attacks(root, server.server_address[1], token)
-        course, proc, scores = grade_course(root, cells)
+        cells = attacks(root, server.server_address[1], token, host)
+        env = {**os.environ, **SECRETS}
+        course, proc, scores = grade_course(root, cells, env=env)
     finally:
         server.shutdown()
         server.server_close()
     survivors = processes_with(token)
     for pid in survivors:  # clean up before reporting
         os.kill(pid, signal.SIGKILL)
-    return {"course": course, "proc": proc, "scores": scores, "survivors": survivors, "attacks": cells}
+    return {"course": course, "proc": proc, "scores": scores, "survivors": survivors, "attacks": cells, "host": host}
 
 
 def processes_with(token):
@@ -231,6 +342,122 @@ def test_submission_cannot_reach_the_network(graded):
     assert_attack_failed(graded, "uses-the-network")
 
 
+# --- what a kernel leaves behind: links, devices, pipes, floods, secrets ---------
+
+
+FEEDBACK_FILES = {f"{ASSIGNMENT}.html", "timestamp.txt"}  # what nbgrader's feedback holds
+
+
+def files_of(course, kind, student):
+    """{relative path: os.lstat} of everything under ``kind``/student/ (autograded, feedback)."""
+    folder = course.root / kind / student / ASSIGNMENT
+    return {str(p.relative_to(folder)): p.lstat() for p in sorted(folder.rglob("*"))}
+
+
+def text_of_everything(course, kind):
+    return b"".join(p.read_bytes() for p in (course.root / kind).rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def integrity_rows(graded):
+    import csv
+
+    with open(graded["course"].root / "integrity.csv", newline="") as f:
+        return {row["student_id"]: row for row in csv.DictReader(f)}
+
+
+def test_honest_submissions_keep_their_feedback_and_verification(graded):
+    rows = integrity_rows(graded)
+    for student in HONEST:
+        assert rows[student]["flagged"] == "no", f"{student}: {rows[student]}"
+        assert set(files_of(graded["course"], "feedback", student)) == FEEDBACK_FILES
+    assert rows["solution"]["verified_score"] == "16"
+    course = graded["course"]
+    for path, data in course.submitted_before.items():
+        assert path.read_bytes() == data, f"{path} changed during grading"
+
+
+def test_grader_copies_nothing_that_a_kernel_left(graded):
+    """Links to the source notebook, the gradebooks, another student's work, the
+    verification spec and a host file, left in the kernel's folder, reach neither
+    the feedback nor the graded copy; no link is kept anywhere."""
+    course = graded["course"]
+    for student in graded["attacks"]:
+        for kind in ("feedback", "autograded"):
+            for name, info in files_of(course, kind, student).items():
+                assert stat.S_ISREG(info.st_mode), f"{kind}/{student}/{name} is not a regular file"
+        assert set(files_of(course, "feedback", student)) == FEEDBACK_FILES, student
+        assert set(files_of(course, "autograded", student)) <= {f"{ASSIGNMENT}.ipynb", "timestamp.txt"}, student
+    feedback = text_of_everything(course, "feedback")
+    assert HOST_SECRET.encode() not in feedback + text_of_everything(course, "autograded")
+    assert b"BEGIN HIDDEN TESTS" not in feedback
+    assert b"SQLite format 3" not in feedback
+    assert scores_of(graded, "links-to-secrets")["score"] == 16
+
+
+@pytest.mark.parametrize("student", ["writes-over-other-student", "writes-over-gradebook",
+                                     "writes-over-run-snapshot", "writes-over-verification"])
+def test_link_in_place_of_the_notebook_writes_over_nothing(graded, student):
+    """The graded notebook is written to the grader's own folder, never through
+    what the kernel left where its notebook was."""
+    assert scores_of(graded, student)["score"] == 16
+    assert scores_of(graded, "solution")["score"] == 16
+    assert integrity_rows(graded)["solution"]["flagged"] == "no"
+    graded_notebook = graded["course"].root / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    assert stat.S_ISREG(graded_notebook.lstat().st_mode)
+
+
+def test_grader_changes_no_file_mode_through_links(graded):
+    host = graded["host"]
+    assert stat.S_IMODE((host / "secret.txt").stat().st_mode) == 0o600
+    if (host / "device").exists():
+        assert stat.S_IMODE((host / "device").stat().st_mode) == 0o666
+    assert scores_of(graded, "chmods-through-links")["score"] == 16
+
+
+@pytest.mark.parametrize("student", ["link-loop", "leaves-a-fifo", "hard-links-its-notebook"])
+def test_loops_pipes_and_hard_links_cost_nothing(graded, student):
+    assert scores_of(graded, student)["score"] == 16
+    assert set(files_of(graded["course"], "feedback", student)) == FEEDBACK_FILES
+    assert integrity_rows(graded)[student]["flagged"] == "no"
+
+
+def test_sparse_files_take_no_space(graded):
+    used = sum(info.st_blocks * 512 for kind in ("autograded", "feedback")
+               for info in files_of(graded["course"], kind, "sparse-files").values())
+    assert used < 4 * 1024**2, f"the grader wrote {used / 1024**2:.0f} MiB for sparse-files"
+
+
+def test_output_flood_is_bounded(graded):
+    """A cell that prints 200 MiB, or 100 MiB in one message, leaves a graded
+    notebook and feedback of a few MiB and costs no points of its own; the
+    grading worker's memory stays small."""
+    course = graded["course"]
+    for student in ("floods-output", "floods-one-message"):
+        for kind, name in (("autograded", f"{ASSIGNMENT}.ipynb"), ("feedback", f"{ASSIGNMENT}.html")):
+            size = (course.root / kind / student / ASSIGNMENT / name).stat().st_size
+            assert size < 16 * 1024**2, f"{student}: {kind}/{name}: {size / 1024**2:.0f} MiB"
+        assert scores_of(graded, student)["score"] == 16, student
+    notebook = (course.root / "autograded" / "floods-output" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
+    assert "output truncated" in notebook
+    peak = [line for line in graded["proc"].stdout.splitlines() if line.startswith("largest worker:")]
+    assert peak, report(graded["proc"])
+    mib = float(peak[0].split()[2])
+    assert mib < 512, f"a grading worker grew to {mib:.0f} MiB"
+
+
+def test_fork_bomb_is_stopped_even_for_root(graded):
+    assert_attack_failed(graded, "fork-bomb")
+    notebook = (graded["course"].root / "autograded" / "fork-bomb" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
+    assert "forked" in notebook
+
+
+def test_no_secret_of_the_grader_reaches_a_notebook(graded):
+    assert_attack_failed(graded, "prints-secrets")
+    everything = text_of_everything(graded["course"], "autograded") + text_of_everything(graded["course"], "feedback")
+    for name, value in SECRETS.items():
+        assert value.encode() not in everything, f"{name} reached a notebook"
+
+
 def test_submission_cannot_overwrite_the_gradebook(tmp_path):
     require_sandbox("the sandbox tests")
     attack = {"overwrites-gradebook": overwrite_gradebook(tmp_path)}
@@ -257,6 +484,7 @@ def test_sandboxed_command_writes_only_to_its_folder(tmp_path):
     require_sandbox("the sandbox tests")
     workdir, secret = tmp_path / "work", tmp_path / "secret.txt"
     workdir.mkdir()
+    let_sandbox_write(workdir)
     secret.write_text("the answer")
     proc = run_sandboxed(
         "import os\n"

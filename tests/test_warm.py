@@ -47,10 +47,11 @@ open('/dev/shm/planted-{TOKEN}', 'w').write('x')
 torch.allclose = lambda *args, **kwargs: True
 numpy.allclose = lambda *args, **kwargs: True
 setattr(builtins, 'planted_{TOKEN}', True)
-subprocess.Popen(['sleep', '600', '{TOKEN}'], start_new_session=True)
+# (The token rides along as an argument the sleeper ignores: processes_with finds it.)
+subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '{TOKEN}'], start_new_session=True)
 if os.fork() == 0:
     os.setsid()
-    os.execvp('sleep', ['sleep', '601', '{TOKEN}'])
+    os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(601)', '{TOKEN}'])
 """
 
 def finding_processes(marker):
@@ -128,7 +129,7 @@ assert not reached, f'reached outside its own sandbox: {sorted(reached)}'
 # in two children of the same template: the second must find nothing the
 # first left (both run first; the first to leave would be the kernel).
 CARRY = f"""
-import os, subprocess, builtins, torch
+import os, subprocess, sys, builtins, torch
 found = [name for name in os.listdir('/tmp') + os.listdir('/dev/shm') if 'carried' in name]
 if hasattr(builtins, 'carried_{TOKEN}') or hasattr(torch, 'carried_{TOKEN}'):
     found.append('a patched module')
@@ -138,7 +139,7 @@ open('/tmp/carried-{TOKEN}', 'w').write('x')
 open('/dev/shm/carried-{TOKEN}', 'w').write('x')
 setattr(builtins, 'carried_{TOKEN}', True)
 setattr(torch, 'carried_{TOKEN}', True)
-subprocess.Popen(['sleep', '602', 'carry-{TOKEN}'], start_new_session=True)
+subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(602)', 'carry-{TOKEN}'], start_new_session=True)
 """
 
 CRASH = """

@@ -51,7 +51,7 @@ import tempfile
 import time
 import traceback
 import warnings
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -162,6 +162,76 @@ def snapshot_gradebook(layout: Layout, target: Path):
         copy.close()
 
 
+# --- copying what a submission holds ---------------------------------------
+
+# What one submission may bring into grading (its submitted folder) and what
+# one graded submission may leave in autograded/ and feedback/.
+COPY_BYTES = 64 * 1024**2
+COPY_FILES = 200
+
+
+class CopyRefused(RuntimeError):
+    """A folder holds more than a submission may (COPY_BYTES, COPY_FILES)."""
+
+
+def copy_regular(source: Path, target: Path, *, max_bytes=COPY_BYTES, max_files=COPY_FILES) -> list:
+    """Copy the folders and regular files under ``source`` to ``target``,
+    opening each without following a link, and return what was left out
+    (links, devices, pipes, sockets: their names only; nothing of them is
+    opened, read or changed). Raises CopyRefused past ``max_bytes`` or
+    ``max_files``: a submission's files come from its student."""
+    import stat
+
+    left_out = []
+    budget = {"bytes": max_bytes, "files": max_files}
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+    def copy_folder(dir_fd, into: Path):
+        into.mkdir(parents=True, exist_ok=True)
+        with os.scandir(dir_fd) as entries:
+            names = sorted(entry.name for entry in entries)
+        for name in names:
+            budget["files"] -= 1
+            if budget["files"] < 0:
+                raise CopyRefused(f"{source} holds more than {max_files} files")
+            try:
+                fd = os.open(name, flags | os.O_NONBLOCK, dir_fd=dir_fd)
+            except OSError:  # a link (ELOOP), or gone
+                left_out.append(name)
+                continue
+            try:
+                info = os.fstat(fd)
+                if stat.S_ISDIR(info.st_mode):
+                    copy_folder(fd, into / name)
+                elif stat.S_ISREG(info.st_mode):
+                    budget["bytes"] -= info.st_size
+                    if budget["bytes"] < 0:
+                        raise CopyRefused(f"{source} holds more than {max_bytes} bytes")
+                    copy_file(fd, into / name, info.st_size)
+                else:
+                    left_out.append(name)
+            finally:
+                os.close(fd)
+
+    def copy_file(fd, path: Path, size: int):
+        os.set_blocking(fd, True)
+        left = size
+        with open(path, "xb") as out:
+            while left > 0:
+                chunk = os.read(fd, min(left, 1 << 20))
+                if not chunk:
+                    break
+                out.write(chunk)
+                left -= len(chunk)
+
+    top = os.open(source, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        copy_folder(top, Path(target))
+    finally:
+        os.close(top)
+    return left_out
+
+
 # --- the workers ------------------------------------------------------------
 
 # Set by grade() before the workers are forked, read by them: the modules
@@ -191,12 +261,19 @@ def grade_in_private_course(course_root: str, assignment: str, student: str, sna
     source = layout.root / layout.source / assignment
     if source.is_dir():  # autograde copies its other files (data, helpers) next to the notebook
         shutil.copytree(source, private / layout.source / assignment)
-    shutil.copytree(
-        layout.folder("submitted", student, assignment), private / layout.submitted / student / assignment
-    )
     shutil.copy(snapshot, private / "gradebook.db")
-
     log = io.StringIO()
+    try:
+        # What the student submitted: folders and regular files only, bounded.
+        left_out = copy_regular(layout.folder("submitted", student, assignment),
+                                private / layout.submitted / student / assignment)
+    except (OSError, CopyRefused) as error:
+        return {"success": False, "log": f"its submitted folder cannot be copied: {error}\n",
+                "seconds": time.monotonic() - start, "phases": {}, "ran": None, "reason": str(error),
+                "peak_kib": peak_kib()}
+    if left_out:
+        log.write(f"[WARNING] left out of grading (not a file or folder): {', '.join(left_out)}\n")
+
     handler = logging.StreamHandler(log)
     handler.setFormatter(logging.Formatter("[%(levelname)s] %(message)s"))
     logger = logging.getLogger("traitlets")
@@ -244,7 +321,45 @@ def grade_in_private_course(course_root: str, assignment: str, student: str, sna
         phases["nbgrader feedback"] = phases.pop("GenerateFeedback")
     seconds = time.monotonic() - start
     phases["copies and set-up"] = seconds - sum(phases.values())
-    return {"success": success, "log": log.getvalue(), "seconds": seconds, "phases": phases, "ran": ran}
+    reason = "" if success else last_line(log.getvalue())
+    return {"success": success, "log": log.getvalue(), "seconds": seconds, "phases": phases, "ran": ran,
+            "reason": reason, "peak_kib": peak_kib()}
+
+
+def peak_kib() -> int:
+    """The largest this process's memory has been, in KiB."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "unknown"
+
+
+class SubmissionTimeout(Exception):
+    pass
+
+
+def grade_with_deadline(seconds: float, *args):
+    """grade_in_private_course, given up after ``seconds`` (SIGALRM in the
+    worker: a step that blocks or loops costs this submission only)."""
+    import signal
+
+    def give_up(signum, frame):
+        raise SubmissionTimeout(f"grading did not finish within {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, give_up)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return grade_in_private_course(*args)
+    except SubmissionTimeout as error:
+        return {"success": False, "log": f"{error}\n", "seconds": seconds, "phases": {}, "ran": None,
+                "reason": str(error), "peak_kib": peak_kib()}
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 # --- the single writer ------------------------------------------------------
@@ -288,22 +403,34 @@ def merge_results(layout: Layout, private: Path, assignment: str, student: str):
 
 
 def replace_folder(new: Path, old: Path):
+    """Put a copy of ``new`` (folders and regular files only: copy_regular) in
+    place of ``old``."""
     old.parent.mkdir(parents=True, exist_ok=True)
     staging = old.parent / f".{old.name}.new"
     _rmtree(staging)
-    shutil.copytree(new, staging)
+    try:
+        copy_regular(new, staging)
+    except BaseException:
+        _rmtree(staging)
+        raise
     _rmtree(old)
     staging.rename(old)
 
 
 def _rmtree(path: Path):
-    """Remove a folder, including nbgrader's read-only files."""
+    """Remove a folder, including nbgrader's read-only files, following no
+    link (shutil.rmtree removes links, it does not follow them)."""
+    import stat
 
     def make_writable_and_retry(function, name, _):
-        os.chmod(os.path.dirname(name), 0o755)
+        folder = os.path.dirname(name)
+        if stat.S_ISDIR(os.lstat(folder).st_mode):  # (a folder, never what a link points to)
+            os.chmod(folder, 0o755)
         function(name)
 
-    if path.exists():
+    if path.is_symlink():
+        path.unlink()
+    elif path.exists():
         shutil.rmtree(path, onerror=make_writable_and_retry)
 
 
@@ -401,38 +528,43 @@ def grade_in(course: Path, staging: Path, template, assignments, jobs, out):
             warm.share_kernel_template(template)
         except warm.TemplateError as error:
             print(f"(no shared warm template: {error}; each worker starts its own)", file=out, flush=True)
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        futures = {}
-        for assignment, student in todo:
-            private = staging / f"{assignment}--{student}"
-            private.mkdir()
-            future = pool.submit(
-                grade_in_private_course, str(layout.root), assignment, student, str(snapshot), str(private)
-            )
-            futures[future] = (assignment, student, private)
-        for future in as_completed(futures):
-            assignment, student, private = futures[future]
-            try:
-                result = future.result()
-            except Exception:  # noqa: BLE001 - a worker that died
-                result = {"success": False, "log": traceback.format_exc(), "seconds": 0.0}
-            for name, seconds in result.get("phases", {}).items():
-                phases[name] = phases.get(name, 0.0) + seconds
+    budget = submission_seconds(layout)
+    not_graded = {}  # (assignment, student) -> why
+    peak = 0
+
+    def finished(assignment, student, private, result):
+        nonlocal failures, peak
+        peak = max(peak, result.get("peak_kib", 0))
+        for name, seconds in result.get("phases", {}).items():
+            phases[name] = phases.get(name, 0.0) + seconds
+        try:
             if result.get("ran") is not None:
                 verdicts[assignment, student] = _RUN["verification"].judge(
                     assignment, student, result["ran"], private / "verification")
-            if result["success"]:
-                score, max_score = merge_results(layout, private, assignment, student)
-                print(
-                    f"  {assignment}  {student}: {score:g} / {max_score:g}  ({result['seconds']:.1f} s)",
-                    file=out, flush=True,
-                )
-            else:
-                failures += 1
-                print(f"  {assignment}  {student}: NOT GRADED, previous results kept\n{result['log']}",
-                      file=out, flush=True)
-            _rmtree(private)
+            if not result["success"]:
+                raise NotGraded(result.get("reason") or last_line(result["log"]))
+            score, max_score = merge_results(layout, private, assignment, student)
+            print(f"  {assignment}  {student}: {score:g} / {max_score:g}  ({result['seconds']:.1f} s)",
+                  file=out, flush=True)
+        except Exception as error:  # noqa: BLE001 - this submission only: the others are graded
+            failures += 1
+            why = str(error) if isinstance(error, NotGraded) else f"{type(error).__name__}: {error}"
+            not_graded[assignment, student] = why
+            verdicts.pop((assignment, student), None)
+            log = result["log"] if isinstance(error, NotGraded) else traceback.format_exc()
+            print(f"  {assignment}  {student}: NOT GRADED ({why}); previous results kept\n{log[-3000:]}",
+                  file=out, flush=True)
+        finally:
+            try:
+                _rmtree(private)
+            except OSError as error:
+                print(f"  (could not remove {private}: {error})", file=out, flush=True)
+
+    todo_now = list(todo)
+    context = multiprocessing.get_context("fork")
+    while todo_now:  # one pass, unless a submission overruns its time and its worker must be stopped
+        todo_now = grade_with_pool(context, jobs, layout, snapshot, staging, todo_now, budget, finished,
+                                   not_graded, out)
     warm.close_kernel_template()
     csv = export_grades(layout)
     elapsed = time.monotonic() - started
@@ -440,13 +572,77 @@ def grade_in(course: Path, staging: Path, template, assignments, jobs, out):
           f"{layout.root / layout.feedback}; grades exported to {csv}", file=out, flush=True)
     print("worker seconds per phase, all submissions: "
           + "; ".join(f"{name} {seconds:.1f}" for name, seconds in phases.items()), file=out, flush=True)
+    print(f"largest worker: {peak / 1024:.0f} MiB of memory", file=out, flush=True)
     run, _RUN["verification"] = _RUN["verification"], None
     if run is not None:
         run.seconds = phases.get("verification", 0.0)
         done = list(verdicts.values())
-        done += run.verify_each([key for key in todo if key not in verdicts], jobs)
-        run.conclude(done, out)
+        done += run.verify_each([key for key in todo if key not in verdicts and key not in not_graded], jobs)
+        run.conclude(done, out, not_graded)
     return failures
+
+
+class NotGraded(Exception):
+    pass
+
+
+def submission_seconds(layout: Layout) -> float:
+    """How long one submission may take in a worker: its notebook's time,
+    its verification's and a margin for nbgrader's own work."""
+    from .verify import Limits
+
+    config = load_config(layout.root)
+    notebook = config.SandboxedExecute.get("notebook_timeout", 300) if "SandboxedExecute" in config else 300
+    return float(notebook) + Limits.of_course(layout.root).run_seconds + 120.0
+
+
+def grade_with_pool(context, jobs, layout, snapshot, staging, todo, budget, finished, not_graded, out):
+    """Grade ``todo`` with ``jobs`` workers; return the submissions still to
+    grade if a worker had to be stopped (one that ran past ``budget`` and a
+    grace period despite its own deadline), else []."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context)
+    futures, running_since = {}, {}
+    try:
+        for assignment, student in todo:
+            private = staging / f"{assignment}--{student}"
+            private.mkdir()
+            future = pool.submit(grade_with_deadline, budget, str(layout.root), assignment, student,
+                                 str(snapshot), str(private))
+            futures[future] = (assignment, student, private)
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=5, return_when=FIRST_COMPLETED)
+            for future in done:
+                assignment, student, private = futures[future]
+                try:
+                    result = future.result()
+                except Exception:  # noqa: BLE001 - a worker that died
+                    result = {"success": False, "log": traceback.format_exc(), "seconds": 0.0,
+                              "reason": "its grading worker died"}
+                finished(assignment, student, private, result)
+            now = time.monotonic()
+            for future in pending:
+                if future.running():
+                    running_since.setdefault(future, now)
+            stuck = [f for f in pending if now - running_since.get(f, now) > budget + 60]
+            if stuck:
+                for process in list(getattr(pool, "_processes", {}).values()):
+                    process.kill()
+                for future in stuck:
+                    assignment, student, private = futures[future]
+                    finished(assignment, student, private, {
+                        "success": False, "log": "", "seconds": now - running_since[future],
+                        "reason": f"its worker did not answer within {budget + 60:g} s and was stopped"})
+                rest = [futures[f][:2] for f in pending if f not in stuck]
+                for future in pending:
+                    if future not in stuck:
+                        _rmtree(futures[future][2])
+                return rest
+        return []
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def main(argv=None):

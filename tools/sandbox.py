@@ -18,9 +18,19 @@ The pieces, all from bubblewrap (``bwrap``) and util-linux's ``prlimit``:
 - ``--die-with-parent`` and a PID namespace: when the sandboxed command ends or
   is killed, every process it started is killed with it;
 - ``--new-session`` (no access to the grader's terminal) and no capabilities;
-- a clean environment: only the variables listed in ``PASSED_ENV`` pass through;
+- a clean environment: only the variables listed in ``PASSED_ENV`` pass through,
+  and never one whose name says it holds a secret (``SECRET_WORDS``);
 - resource limits set by ``prlimit``: address space per process
-  (``memory_bytes``), CPU seconds, size of any one written file, no core dumps.
+  (``memory_bytes``), CPU seconds, size of any one written file, no core dumps,
+  and at most ``PROCESS_LIMIT`` processes and threads, counted per sandbox;
+- with ``scratch=True``, the working folder is a size-limited tmpfs holding
+  read-only copies (bind mounts) of the folder's regular files: what the code
+  writes there vanishes with the sandbox and is never read back, so nothing it
+  leaves (a link, a device, a pipe, a sparse file) can reach whoever handles
+  the folder afterwards;
+- run by root, the sandboxed code runs as an unprivileged user
+  (``SANDBOX_UID`` and up), because Linux does not limit the processes of
+  root.
 
 Linux only. ``check_available()`` says what is missing.
 """
@@ -56,11 +66,16 @@ SYSFS_FILES = ("/sys/devices/system/cpu",)
 # with "_"). Everything else is dropped: the grader's environment may hold
 # tokens or passwords, and a notebook could print them into its feedback.
 PASSED_ENV = (
-    "LANG", "LANGUAGE", "LC_", "TZ",
+    "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_NUMERIC", "LC_TIME", "LC_COLLATE", "LC_MONETARY",
+    "LC_MESSAGES", "TZ",
     "PYTHONWARNINGS", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "PYDEVD_DISABLE_FILE_VALIDATION",
-    "NBGRADER_", "JPY_",
+    "NBGRADER_EXECUTION",  # nbgrader's "autograde" marker, which a notebook may read
     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
 )
+# A variable whose name contains one of these never passes, whatever the
+# caller asks for: hubs and CI hold API tokens in the environment (JupyterHub's
+# JPY_API_TOKEN and JUPYTERHUB_API_TOKEN among them).
+SECRET_WORDS = ("TOKEN", "SECRET", "PASSW", "KEY", "CREDENTIAL", "AUTH", "COOKIE")
 # Set unless the caller's environment already says otherwise: one thread per
 # process, so that parallel grading does not oversubscribe the cores.
 DEFAULT_ENV = {
@@ -75,8 +90,12 @@ DEFAULT_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
 }
 
-TMP_BYTES = 256 * 1024**2  # the private /tmp and /dev/shm are in memory: keep them small
-FILE_BYTES = 1024**3  # the largest file the sandboxed code may write
+TMP_BYTES = 256 * 1024**2  # the private /tmp, /dev/shm and scratch folder are in memory: keep them small
+FILE_BYTES = TMP_BYTES  # the largest file the sandboxed code may write
+PROCESS_LIMIT = 256  # processes and threads of one sandbox (RLIMIT_NPROC, counted in its user namespace)
+# Run by root, sandboxed code runs as this user (fresh sandboxes: a user of
+# their own above it): Linux never applies RLIMIT_NPROC to root's processes.
+SANDBOX_UID = 2_000_000_000
 
 
 class SandboxUnavailable(RuntimeError):
@@ -122,15 +141,51 @@ def sandbox_env(environ=None, **extra) -> dict:
     environ = os.environ if environ is None else environ
     env = dict(DEFAULT_ENV)
     for name, value in environ.items():
-        if any(name == p or (p.endswith("_") and name.startswith(p)) for p in PASSED_ENV):
+        if name in PASSED_ENV:
             env[name] = value
     env.update({k: str(v) for k, v in extra.items()})
-    return env
+    return {k: v for k, v in env.items() if not secret_name(k)}
+
+
+def secret_name(name: str) -> bool:
+    return any(word in name.upper() for word in SECRET_WORDS)
+
+
+def as_root() -> bool:
+    """Whether sandboxes are made by root (then the code in them runs as another user)."""
+    return os.geteuid() == 0
+
+
+def let_sandbox_write(folder) -> None:
+    """Make a folder the caller created writable for sandboxed code: run by
+    root, that code runs as another user (``SANDBOX_UID`` and up). Give it
+    only folders that no one else on the machine can reach (inside a 0700
+    folder, as every one of the course's temporary folders is)."""
+    if as_root():
+        os.chmod(folder, 0o777)
+
+
+def scratch_entries(folder: Path):
+    """(folders, files) under ``folder``: the folders and regular files, never
+    following a link; anything else is left out."""
+    import stat
+
+    folders, files = [], []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            mode = os.lstat(path).st_mode
+            if stat.S_ISDIR(mode):
+                folders.append(path)
+            elif stat.S_ISREG(mode):
+                files.append(path)
+    return folders, files
 
 
 def limits_command(*, memory_bytes: int, cpu_seconds: int) -> list[str]:
     """prlimit's arguments for the resource limits (soft = hard, except CPU:
-    SIGXCPU at the limit, SIGKILL 5 s later)."""
+    SIGXCPU at the limit, SIGKILL 5 s later). The process limit is set inside
+    the sandbox (``inner_command``), where it counts the sandbox's processes only."""
     return [
         shutil.which("prlimit") or "prlimit",
         f"--as={int(memory_bytes)}",
@@ -141,15 +196,33 @@ def limits_command(*, memory_bytes: int, cpu_seconds: int) -> list[str]:
     ]
 
 
-def bwrap_arguments(workdir: Path, *, readable=(), writable=(), env=None) -> list[str]:
-    """bubblewrap's arguments (without the command)."""
+def inner_command(argv, *, uid=None) -> list[str]:
+    """What runs inside bubblewrap before ``argv``: the process limit, and for
+    root, the switch to the unprivileged ``uid`` (with no capabilities left)."""
+    prefix = []
+    if uid is not None:
+        prefix = [shutil.which("setpriv") or "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                  "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    return [*prefix, shutil.which("prlimit") or "prlimit", f"--nproc={PROCESS_LIMIT}", "--", *argv]
+
+
+def bwrap_arguments(workdir: Path, *, readable=(), writable=(), env=None, scratch=False, keep_caps=()) -> list[str]:
+    """bubblewrap's arguments (without the command). Run by root, no user
+    namespace is made (the code inside changes to another user itself) and
+    ``keep_caps`` are kept; otherwise every capability goes."""
     workdir = Path(workdir).absolute()
+    if as_root():
+        # A user namespace made by root maps root: its processes could not be limited.
+        unshare = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+    else:
+        unshare = ["--unshare-all"]  # user, pid, net, ipc, uts, cgroup: no network at all
     args = [
         shutil.which("bwrap") or "bwrap",
-        "--unshare-all",  # user, pid, net, ipc, uts, cgroup: no network at all
+        *unshare,
         "--die-with-parent",
         "--new-session",
         "--cap-drop", "ALL",
+        *[arg for cap in (keep_caps if as_root() else ()) for arg in ("--cap-add", cap)],
         "--hostname", "sandbox",
         "--clearenv",
     ]
@@ -160,22 +233,44 @@ def bwrap_arguments(workdir: Path, *, readable=(), writable=(), env=None) -> lis
             args += ["--symlink", os.readlink(folder), folder]
         elif os.path.isdir(folder):
             args += ["--ro-bind", folder, folder]
+    made = set(SYSTEM_DIRS) | {"/tmp", "/dev/shm", "/dev", "/proc"}
+
+    def parents(path):
+        # Folders that bubblewrap makes on its own for a mount point are
+        # private to root (0700), which would shut out the user that root's
+        # sandboxes run as: make them 0755 first.
+        out = []
+        for parent in reversed(Path(path).parents):
+            folder = str(parent)
+            if folder != "/" and folder not in made and not any(_under(parent, Path(m)) for m in made
+                                                                if m in SYSTEM_DIRS):
+                made.add(folder)
+                out += ["--perms", "0755", "--dir", folder]
+        return out
+
     for path in ETC_FILES + SYSFS_FILES:
-        args += ["--ro-bind-try", path, path]
+        args += [*parents(path), "--ro-bind-try", path, path]
     args += [
         "--proc", "/proc",
         "--dev", "/dev",
-        "--size", str(TMP_BYTES), "--tmpfs", "/dev/shm",
-        "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
+        "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/dev/shm",
+        "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
     ]
     for path in readable:
         path = Path(path).absolute()
         if path == Path("/"):
             raise ValueError("readable=['/'] would show the sandbox the whole machine")
-        args += ["--ro-bind", str(path), str(path)]
-    for path in [*writable, workdir]:
+        args += [*parents(path), "--ro-bind", str(path), str(path)]
+    for path in [*writable, *([] if scratch else [workdir])]:
         path = Path(path).absolute()
-        args += ["--bind", str(path), str(path)]
+        args += [*parents(path), "--bind", str(path), str(path)]
+    if scratch:
+        folders, files = scratch_entries(workdir)
+        args += [*parents(workdir), "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", str(workdir)]
+        for folder in folders:
+            args += ["--perms", "1777", "--dir", folder]
+        for file in files:
+            args += ["--ro-bind", file, file]
     # Everything not bound writable above (the empty root and the folders made
     # for mount points) becomes read-only.
     args += ["--remount-ro", "/", "--chdir", str(workdir)]
@@ -191,9 +286,18 @@ def sandboxed_command(
     readable=(),
     writable=(),
     env=None,
+    scratch=False,
+    template=False,
 ) -> list[str]:
     """``argv`` wrapped to run in the sandbox, with ``workdir`` as its working
-    folder and the only place (with ``writable``) it may write to.
+    folder and the only place (with ``writable``) it may write to. With
+    ``scratch``, ``workdir`` is a scratch copy instead: writes to it stay in
+    the sandbox. ``template`` (tools/warm.py only): run as the caller, with
+    what a template needs to make its children's sandboxes, and no process
+    limit (each child sets its own).
+
+    Run by root, ``writable`` folders must let another user write (the code
+    runs as ``SANDBOX_UID`` or above).
 
     ``readable`` lists further files or folders it may read. The Python that
     ``argv[0]`` names, if it is one, is made readable automatically. ``env``
@@ -211,9 +315,22 @@ def sandboxed_command(
         if env is None:
             env = sandbox_env()
             env["PATH"] = f"{Path(argv[0]).absolute().parent}:{env['PATH']}"
+    # Run by root, what runs first inside keeps the capabilities to change
+    # user: setpriv (which drops them), or the template (which needs them to
+    # give each child a user of its own).
+    caps = ("CAP_SETUID", "CAP_SETGID")
+    inner = argv if template else inner_command(argv, uid=fresh_uid() if as_root() else None)
     return [
         *limits_command(memory_bytes=memory_bytes, cpu_seconds=cpu_seconds),
-        *bwrap_arguments(workdir, readable=readable, writable=writable, env=env),
+        *bwrap_arguments(workdir, readable=readable, writable=writable, env=env, scratch=scratch, keep_caps=caps),
         "--",
-        *argv,
+        *inner,
     ]
+
+
+def fresh_uid() -> int:
+    """A user for one fresh sandbox made by root: without a user namespace of
+    its own, its processes are counted per user, so each gets its own."""
+    import random
+
+    return SANDBOX_UID + random.SystemRandom().randrange(1, 1 << 24)

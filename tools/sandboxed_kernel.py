@@ -11,6 +11,13 @@ grade``, by hand, or from the formgrader — runs student code this way:
   folder, has no network and limits on memory and CPU time. It talks to
   nbgrader over unix sockets (ZeroMQ's ``ipc`` transport) in a private folder
   bound into the sandbox, since TCP cannot cross the sandbox's empty network.
+- ``SandboxedExecute`` bounds what a notebook's outputs may hold, in bytes per
+  cell and per notebook: past that, output that cannot change a grade is
+  dropped (with a note saying so), and what can (an error, stderr, a result)
+  is kept, shortened; a single message larger than ``MESSAGE_BYTES`` is never
+  decoded. The grading worker's memory stays bounded whatever a notebook
+  prints: by these budgets, plus one message, which the kernel's own memory
+  limit bounds.
 - ``SandboxedExecute`` keeps grading when the kernel dies (``os._exit``, CPU
   limit) or stops answering (an endless loop that ignores interrupts): the cell
   that was running and every later cell score 0 with a message that says why,
@@ -19,6 +26,7 @@ grade``, by hand, or from the formgrader — runs student code this way:
 
 Settings (nbgrader_config.py): ``c.SandboxedKernelManager.memory_bytes``,
 ``c.SandboxedKernelManager.cpu_seconds``, ``c.SandboxedExecute.notebook_timeout``,
+``c.SandboxedExecute.cell_output_bytes``, ``c.SandboxedExecute.notebook_output_bytes``,
 and nbgrader's own ``c.Execute.timeout`` (seconds per cell).
 """
 
@@ -35,6 +43,7 @@ from queue import Empty
 
 import zmq
 from jupyter_client.asynchronous import AsyncKernelClient
+from jupyter_client.channels import AsyncZMQSocketChannel
 from jupyter_client.manager import AsyncKernelManager
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import run_sync
@@ -46,9 +55,73 @@ from nbgrader.preprocessors import Execute
 from . import sandbox, warm
 
 
+# The largest IOPub message that is decoded: a larger one stands in the
+# notebook as a note that it was too large (GuardedIOPubChannel).
+MESSAGE_BYTES = 16 * 1024**2
+# Past a cell's or a notebook's output budget, outputs that can decide a
+# grade (nbgrader scores a test cell by its first error, stderr or result)
+# are still kept, this many per cell, each shortened to KEPT_CHARS.
+KEPT_OUTPUTS = 20
+KEPT_CHARS = 4096
+
 # Seconds this process spent starting kernels (until they answer), running
 # cells, and stopping kernels: tools/grade.py reports them per phase.
 PHASES = Counter()
+
+
+class GuardedIOPubChannel(AsyncZMQSocketChannel):
+    """The IOPub channel, which never decodes a message larger than
+    MESSAGE_BYTES: such a message is received as ZeroMQ frames (not copied
+    into Python) and stands in the notebook as a short output of the same
+    kind saying that it was too large. A notebook that prints a lot at once
+    (a flush of ipykernel's buffer is one message) thus costs the grader at
+    most the size of one message, which the kernel's memory limit bounds."""
+
+    async def _recv(self, **kwargs):
+        frames = await self.socket.recv_multipart(copy=False)
+        if sum(len(frame) for frame in frames) <= MESSAGE_BYTES:
+            _, message = self.session.feed_identities([frame.bytes for frame in frames])
+            return self.session.deserialize(message)
+        return too_large(frames, self.session)
+
+
+def too_large(frames, session):
+    """The stand-in for an IOPub message of more than MESSAGE_BYTES: its
+    header and parent header (when they are small), and a short content of
+    the same kind. Its signature is not checked: it holds nothing of the
+    kernel's but the ids that route it to its cell."""
+    import json
+
+    delimiter = next((i for i, frame in enumerate(frames[:64])
+                      if len(frame) == 9 and frame.bytes == b"<IDS|MSG>"), None)
+    parts = frames[delimiter + 1:] if delimiter is not None else []
+
+    def small_json(index):
+        if index < len(parts) and len(parts[index]) <= 64 * 1024:
+            try:
+                value = json.loads(parts[index].bytes)
+                return value if isinstance(value, dict) else {}
+            except ValueError:
+                return {}
+        return {}
+
+    header, parent = small_json(1), small_json(2)
+    kind = header.get("msg_type")
+    start = bytes(parts[4].buffer[:200]) if len(parts) > 4 else b""
+    text = TOO_LARGE.format(sum(len(frame) for frame in frames) / 1024**2)
+    if kind == "error":
+        content = {"ename": "OutputTooLarge", "evalue": text, "traceback": [text]}
+    elif kind in ("execute_result", "display_data"):
+        content = {"data": {"text/plain": text}, "metadata": {}}
+        if kind == "execute_result":
+            content["execution_count"] = None
+    else:
+        kind = "stream"
+        name = "stderr" if b'"stderr"' in start else "stdout"
+        content = {"name": name, "text": text}
+    header = {**header, "msg_type": kind}
+    return {"header": header, "msg_id": header.get("msg_id", ""), "msg_type": kind, "parent_header": parent,
+            "metadata": {}, "content": content, "buffers": []}
 
 
 class SandboxedKernelClient(AsyncKernelClient):
@@ -63,6 +136,7 @@ class SandboxedKernelClient(AsyncKernelClient):
 
     reconnect_ms = 10
     quiet_seconds = 0.01
+    iopub_channel_class = Type(GuardedIOPubChannel)
 
     def start_channels(self, *args, **kwargs):
         self.context.setsockopt(zmq.RECONNECT_IVL, self.reconnect_ms)  # for the sockets made from now on
@@ -130,8 +204,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         # Short path: a unix socket's path is limited to about 100 characters.
         parent = warm.kernel_private_root() if warm.enabled() else None
         self._private = Path(tempfile.mkdtemp(prefix="nbg-kernel-", dir=parent))
-        home = self._private / "home"
-        home.mkdir()
+        sandbox.let_sandbox_write(self._private)  # the kernel binds its sockets here
         self.transport = "ipc"
         self.connection_file = str(self._private / "connection.json")
         self.ip = str(self._private / "socket")
@@ -139,12 +212,16 @@ class SandboxedKernelManager(AsyncKernelManager):
         # which ipykernel turns into SIGINT inside the sandbox.
         self.kernel_spec.interrupt_mode = "message"
         cmd, kw = await super()._async_pre_start_kernel(**kw)
+        if sandbox.as_root():
+            Path(self.connection_file).chmod(0o644)  # (its folder is reachable by root only)
         workdir = Path(kw.get("cwd") or os.getcwd())
+        # Home, IPython's and Matplotlib's folders in the sandbox's own /tmp:
+        # nothing the kernel writes lands where the grader looks.
         env = sandbox.sandbox_env(
             kw.get("env") or os.environ,
-            HOME=home,
-            IPYTHONDIR=home / ".ipython",
-            MPLCONFIGDIR=home / "matplotlib",
+            HOME="/tmp",
+            IPYTHONDIR="/tmp/.ipython",
+            MPLCONFIGDIR="/tmp/matplotlib",
             PATH=f"{Path(cmd[0]).absolute().parent}:{sandbox.DEFAULT_ENV['PATH']}",
             # Inside the sandbox's PID namespace the kernel's parent is PID 1;
             # "1" tells ipykernel not to watch its parent (bwrap does that).
@@ -153,7 +230,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         template = self._warm_template(cmd, workdir)
         if template is not None:
             request = template.request(
-                "kernel", cmd[3:], cwd=workdir, writable=[workdir, self._private], env=env,
+                "kernel", cmd[3:], cwd=workdir, writable=[self._private], env=env, scratch=True,
                 memory_bytes=self.memory_bytes, cpu_seconds=self.cpu_seconds,
             )
             return template.client_command(request, self._private / "request.json"), kw
@@ -164,6 +241,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             cpu_seconds=self.cpu_seconds,
             writable=[self._private],
             env=env,
+            scratch=True,
         )
         return cmd, kw
 
@@ -215,6 +293,46 @@ def error_output(ename, evalue):
     return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
 
+TOO_LARGE = "[output left out: one message of {:.0f} MiB, more than the grader reads at once]"
+TRUNCATED = "\n[output truncated: the grader keeps {:g} MiB of a cell's output and less of a notebook's]\n"
+
+
+def content_bytes(msg) -> int:
+    """About how many bytes a message's output would add to the notebook."""
+    import json
+
+    content = msg.get("content", {})
+    if msg.get("msg_type") == "stream":
+        return len(content.get("text", ""))
+    try:
+        return len(json.dumps(content))
+    except (TypeError, ValueError):
+        return 0
+
+
+def shortened(msg):
+    """A copy of an output message whose texts are at most KEPT_CHARS long."""
+
+    def cut(value):
+        if isinstance(value, str):
+            return value[:KEPT_CHARS]
+        if isinstance(value, list):
+            return cut("".join(str(v) for v in value))
+        return {} if isinstance(value, dict) else value
+
+    content = dict(msg.get("content", {}))
+    if "text" in content:
+        content["text"] = cut(content["text"])
+    if "data" in content:
+        content["data"] = {mime: cut(value) for mime, value in dict(content["data"]).items()}
+        content["metadata"] = {}
+    if "evalue" in content:
+        content["evalue"] = cut(content["evalue"])
+    if "traceback" in content:
+        content["traceback"] = [cut(line) for line in list(content["traceback"])[-KEPT_OUTPUTS:]]
+    return {**msg, "content": content}
+
+
 UNSTOPPABLE = "This cell ran past its time limit of {} s and did not stop when interrupted."
 
 
@@ -227,6 +345,12 @@ class SandboxedExecute(Execute):
     ).tag(config=True)
     recover_timeout = Integer(
         10, help="Seconds a kernel has to answer again after a timed-out cell was interrupted."
+    ).tag(config=True)
+    cell_output_bytes = Integer(
+        1024**2, help="Bytes of output one cell keeps; past that, only outputs that decide a grade, shortened."
+    ).tag(config=True)
+    notebook_output_bytes = Integer(
+        8 * 1024**2, help="Bytes of output a whole notebook keeps; past that, as for a cell."
     ).tag(config=True)
 
     def __init__(self, **kwargs):
@@ -242,6 +366,7 @@ class SandboxedExecute(Execute):
 
     def preprocess(self, nb, resources=None, km=None):
         self._stopped = None  # why the remaining cells do not run, once the kernel is gone
+        self._notebook_bytes, self._cell_bytes, self._kept, self._noted = 0, Counter(), Counter(), set()
         self._deadline = time.monotonic() + self.notebook_timeout
         start, before = time.monotonic(), dict(PHASES)
         try:
@@ -298,6 +423,29 @@ class SandboxedExecute(Execute):
         if timed_out and not self._responds():
             self._stop("an earlier cell ran past its time limit and did not stop when interrupted")
         return cell, resources
+
+    def output(self, outs, msg, display_id, cell_index):
+        size = content_bytes(msg)
+        if (self._cell_bytes[cell_index] + size <= self.cell_output_bytes
+                and self._notebook_bytes + size <= self.notebook_output_bytes):
+            self._cell_bytes[cell_index] += size
+            self._notebook_bytes += size
+            return super().output(outs, msg, display_id, cell_index)
+        if cell_index not in self._noted:
+            self._noted.add(cell_index)
+            limit = min(self.cell_output_bytes, self.notebook_output_bytes)
+            outs.append(NotebookNode(output_type="stream", name="stdout", text=TRUNCATED.format(limit / 1024**2)))
+        content = msg.get("content", {})
+        decides = msg["msg_type"] in ("error", "execute_result") or (
+            msg["msg_type"] == "stream" and content.get("name") == "stderr")
+        if decides and self._kept[cell_index] < KEPT_OUTPUTS:
+            self._kept[cell_index] += 1
+            return super().output(outs, shortened(msg), display_id, cell_index)
+        return None
+
+    def _update_display_id(self, display_id, msg):
+        if content_bytes(msg) <= self.cell_output_bytes:  # (else the display keeps what it showed)
+            super()._update_display_id(display_id, msg)
 
     def _stop(self, reason):
         self.log.warning("Stopping the kernel: %s", reason)

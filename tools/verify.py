@@ -288,6 +288,7 @@ class Verdict:
     cells: list = field(default_factory=list)
     problem: str = ""  # why verification could not run at all, if it could not
     seconds: float = 0.0
+    not_graded: str = ""  # why grading failed this run, if it did: the row is flagged for a look
 
     @property
     def verified_score(self):
@@ -300,7 +301,8 @@ class Verdict:
 
     @property
     def flagged(self):
-        return any(c.nbgrader is not None and c.nbgrader > c.verified + 1e-9 for c in self.cells)
+        return bool(self.not_graded) or any(
+            c.nbgrader is not None and c.nbgrader > c.verified + 1e-9 for c in self.cells)
 
     @property
     def reason(self):
@@ -310,6 +312,8 @@ class Verdict:
         ]
         if self.problem and parts:
             parts.insert(0, self.problem)
+        if self.not_graded:
+            parts.insert(0, f"not graded this run ({self.not_graded}); the gradebook holds its earlier grade, if any")
         return "; ".join(parts)
 
 
@@ -334,6 +338,7 @@ class Ran:
 def run_submission(assignment: Assignment, notebook: Path, workdir: Path, template=None) -> Ran:
     """Run one submission's checks in the sandbox (a child of ``template`` if
     given, else a fresh sandboxed Python); nothing is judged yet."""
+    from . import sandbox
     from .sandbox import sandboxed_command
 
     start = time.monotonic()
@@ -347,6 +352,7 @@ def run_submission(assignment: Assignment, notebook: Path, workdir: Path, templa
     results = workdir / "results"
     if cells is not None:
         results.mkdir(parents=True)
+        sandbox.let_sandbox_write(results)
         program_file = workdir / "program.json"
         program_file.write_text(json.dumps(program(assignment, cells, added)))
         if template is not None:
@@ -581,8 +587,10 @@ class Run:
         verdict.student = student
         return verdict
 
-    def conclude(self, done, out) -> list:
-        """Compare the verdicts with the gradebook's scores, write integrity.csv, report."""
+    def conclude(self, done, out, not_graded=None) -> list:
+        """Compare the verdicts with the gradebook's scores, write integrity.csv, report.
+        ``not_graded`` ({(assignment, student): why}) are the submissions that
+        failed to grade this run: each gets a flagged row saying why."""
         prepared, layout = self.prepared, self.layout
         verdicts = []
         scores = nbgrader_scores(layout.db_url, [(v.assignment, Path(prepared[v.assignment].notebook).stem,
@@ -596,6 +604,9 @@ class Run:
                 score = scores[verdict.assignment, verdict.student].get(cell.grade_id)
                 cell.nbgrader = float(score) if score is not None else 0.0
             verdicts.append(verdict)
+        for (assignment, student), why in sorted((not_graded or {}).items()):
+            if assignment in prepared:
+                verdicts.append(Verdict(assignment, student, prepared[assignment].max_score, not_graded=why))
         path = write_csv(layout.root / CSV_NAME, verdicts)
         report(verdicts, path, self.seconds, out)
         return verdicts
@@ -690,7 +701,7 @@ def write_csv(path: Path, verdicts) -> Path:
         rows[(v.assignment, v.student)] = {
             "assignment": v.assignment,
             "student_id": v.student,
-            "nbgrader_score": f"{v.nbgrader_score:g}",
+            "nbgrader_score": "" if v.nbgrader_score is None else f"{v.nbgrader_score:g}",
             "verified_score": f"{v.verified_score:g}",
             "max_score": f"{v.max_score:g}",
             "flagged": "yes" if v.flagged else "no",
@@ -715,7 +726,8 @@ def report(verdicts, path, seconds, out):
     print("\nFLAGGED: nbgrader gave points that verification outside the notebook does not confirm "
           "(instructor/integrity.md says what to do):", file=out)
     header = ("assignment", "student", "nbgrader", "verified", "max", "first reason")
-    rows = [(v.assignment, v.student, f"{v.nbgrader_score:g}", f"{v.verified_score:g}", f"{v.max_score:g}",
+    rows = [(v.assignment, v.student, "-" if v.nbgrader_score is None else f"{v.nbgrader_score:g}",
+             f"{v.verified_score:g}", f"{v.max_score:g}",
              shorten(v.reason.split("; ")[0], 110)) for v in flagged]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
     for row in [header, *rows]:

@@ -77,14 +77,8 @@ class Template:
             readable=[TEMPLATE, HARNESS],
             writable=self.roots,
             env=env,
+            template=True,
         )
-        if os.geteuid() == 0:
-            # Run by root, a child may map its user (root) in the namespaces it
-            # makes only with CAP_SETFCAP (Linux >= 5.12); the template keeps
-            # just that one. A child holds no capability outside its own
-            # namespaces, and none at all once it runs the submission.
-            at = command.index("ALL", command.index("--cap-drop")) + 1
-            command[at:at] = ["--cap-add", "CAP_SETFCAP"]
         self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                         stderr=self.log)
         self.ready = False
@@ -131,10 +125,13 @@ class Template:
         return all(any(canonical(p) == r or canonical(p).startswith(r + "/") for r in self.roots) for p in paths)
 
     def request(self, kind, argv, *, cwd, writable=(), readable=(), env=None, memory_bytes=None,
-                cpu_seconds=60) -> dict:
+                cpu_seconds=60, scratch=False) -> dict:
+        """A request for one child. With ``scratch``, the child's working
+        folder is a scratch copy of ``cwd`` (tools/sandbox.py): what it
+        writes there stays in the child's sandbox; else ``cwd`` is writable."""
         writable = [canonical(p) for p in writable]
         cwd = canonical(cwd)
-        if cwd not in writable:
+        if cwd not in writable and not scratch:
             writable.append(cwd)
         return {
             "kind": kind,
@@ -146,6 +143,10 @@ class Template:
             "memory_bytes": int(memory_bytes or self.memory_bytes),
             "cpu_seconds": int(cpu_seconds),
             "file_bytes": sandbox.FILE_BYTES,
+            "process_limit": sandbox.PROCESS_LIMIT,
+            "scratch": cwd if scratch else None,
+            "scratch_bytes": sandbox.TMP_BYTES,
+            "uid": sandbox.SANDBOX_UID,
         }
 
     def run(self, request: dict, timeout: float) -> str:

@@ -12,11 +12,18 @@ that becomes a fresh sandbox before it touches the submission:
   the template) hidden in /proc;
 - a fresh, size-limited tmpfs on /tmp and /dev/shm; every ROOT folder hidden
   under an empty tmpfs, except the request's own folders, bound back in (its
-  working folder read-write, its inputs read-only);
+  writable folders read-write, its inputs read-only); a kernel's working
+  folder is a scratch tmpfs of its own holding read-only binds of the
+  folder's regular files, so that nothing it writes there is ever seen by the
+  grader;
+- run by root, the child's user namespace maps its root to an unprivileged
+  user (``uid`` of the request): Linux limits the processes of any user but
+  root, and the child's own limit (``process_limit``) then counts the
+  processes of its namespace only;
 - a second user and mount namespace, which locks those mounts: the child
   cannot undo them; then no capabilities at all, no_new_privs, not dumpable,
   first in line for the out-of-memory killer, and the request's limits on
-  memory, CPU time and file size;
+  memory, CPU time, file size and processes;
 - the child is PID 1 of its PID namespace: when it ends, every process it
   started is killed.
 
@@ -51,6 +58,7 @@ PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 O_PATH = getattr(os, "O_PATH", 0o10000000)
 TMP_BYTES = 256 * 1024**2
+TMP_INODES = 65536  # files and folders in each tmpfs: each costs kernel memory, outside any rlimit
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
@@ -82,27 +90,128 @@ def under(path, folder):
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
+def by_root():
+    """Whether this template runs as root in the machine's user namespace
+    (tools/sandbox.py starts it so when root grades)."""
+    with open("/proc/self/uid_map") as f:
+        return os.getuid() == 0 and f.read().split() == ["0", "0", "4294967295"]
+
+
+def mapped_user_namespace(flags, uid):
+    """As root: a new user namespace whose root is ``uid`` of the machine, and
+    become that root. Only a process outside the namespace may write such a
+    map: a helper forked before ``unshare`` does, with the template's
+    CAP_SETUID and CAP_SETGID."""
+    ready_r, ready_w = os.pipe()
+    done_r, done_w = os.pipe()
+    target = os.getpid()
+    helper = os.fork()
+    if helper == 0:
+        code = 1
+        try:
+            os.close(ready_w)
+            os.close(done_r)
+            if os.read(ready_r, 1) == b"1":
+                # (No "deny" for setgroups: a writer with CAP_SETGID needs none,
+                # and the namespace maps just one group.)
+                for name, text in (("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {uid} 1")):
+                    with open(f"/proc/{target}/{name}", "w") as f:
+                        f.write(text)
+                os.write(done_w, b"1")
+                code = 0
+        finally:
+            os._exit(code)
+    os.close(ready_r)
+    os.close(done_w)
+    try:
+        check(libc.unshare(CLONE_NEWUSER | flags), "unshare")
+    finally:
+        os.write(ready_w, b"1")
+        os.close(ready_w)
+    answer = os.read(done_r, 1)
+    os.close(done_r)
+    os.waitpid(helper, 0)
+    if answer != b"1":
+        raise OSError("the child's user namespace could not be mapped")
+
+
+def become_namespace_root():
+    """After ``mapped_user_namespace``: become the namespace's root, that is
+    the unprivileged user, keeping every capability inside the namespace."""
+    os.setresgid(0, 0, 0)
+    os.setresuid(0, 0, 0)
+    libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # (a change of user resets it; needed to write its own maps)
+
+
+def regular_files(folder):
+    """(folders, [(handle, path)]) below ``folder``: its folders, and a handle
+    on each regular file, taken without following links; nothing else."""
+    import stat
+
+    folders, files = [], []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            try:
+                fd = os.open(path, O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError:
+                continue
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode):
+                folders.append(path)
+            if stat.S_ISREG(mode):
+                files.append((fd, path))
+            else:
+                os.close(fd)
+    return folders, files
+
+
+def bind(fd, path, writable):
+    mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+    mount(None, path, None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (0 if writable else MS_RDONLY))
+    os.close(fd)
+
+
+def tmpfs(folder, size=TMP_BYTES):
+    mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},nr_inodes={TMP_INODES},mode=1777")
+
+
 def make_sandbox(request, roots):
     """Turn this freshly forked process into the request's sandbox (see above)."""
-    new_user_namespace(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWUTS)
-    mount(None, "/", None, MS_REC | MS_PRIVATE)
     binds = ([(p, False) for p in ENVIRONMENT] + [(p, True) for p in request["writable"]]
              + [(p, False) for p in request["readable"]])
-    # Handles on the request's own folders, taken before anything is hidden.
+    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWUTS
+    if BY_ROOT:
+        mapped_user_namespace(flags, int(request["uid"]))
+    else:
+        new_user_namespace(flags)
+    # Handles on the request's own folders and files, taken in the new mount
+    # namespace before anything is hidden (and, for root, while this process
+    # is still the owner of the folders it opens).
     handles = [(os.open(path, O_PATH | os.O_CLOEXEC), path, writable) for path, writable in binds]
+    scratch = request.get("scratch")
+    scratch_folders, scratch_files = regular_files(scratch) if scratch else ([], [])
+    if BY_ROOT:
+        become_namespace_root()
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
     hidden = ["/tmp", "/dev/shm"] + [r for r in roots if not under(r, "/tmp") and not under(r, "/dev/shm")]
     for folder in hidden:
-        mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, f"size={TMP_BYTES},mode=1777")
+        tmpfs(folder)
     for fd, path, writable in handles:
         if os.path.isdir(f"/proc/self/fd/{fd}"):
             os.makedirs(path, exist_ok=True)
         else:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             open(path, "a").close()
-        mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
-        flags = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (0 if writable else MS_RDONLY)
-        mount(None, path, None, flags)
-        os.close(fd)
+        bind(fd, path, writable)
+    if scratch:
+        os.makedirs(scratch, exist_ok=True)
+        tmpfs(scratch, int(request["scratch_bytes"]))
+        for folder in scratch_folders:
+            os.makedirs(folder, mode=0o777, exist_ok=True)
+        for fd, path in scratch_files:
+            open(path, "a").close()
+            bind(fd, path, False)
     check(libc.sethostname(b"sandbox", 7), "sethostname")
     # A less privileged user namespace: every mount above is locked in place.
     new_user_namespace(CLONE_NEWNS)
@@ -144,6 +253,8 @@ def drop_privileges(request):
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
     resource.setrlimit(resource.RLIMIT_FSIZE, (int(request["file_bytes"]),) * 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # Counted in this child's user namespace: its own processes and threads only.
+    resource.setrlimit(resource.RLIMIT_NPROC, (int(request["process_limit"]),) * 2)
 
 
 def run_payload(request):
@@ -257,6 +368,7 @@ def serve(sock_path, roots):
                     conn.sendall(b'{"error": "the template is not single-threaded"}\n')
                     os._exit(3)
                 bad = [p for p in request["writable"] + request["readable"] + [request["cwd"]]
+               + ([request["scratch"]] if request.get("scratch") else [])
                        if not any(under(os.path.realpath(p), r) for r in roots) or os.path.realpath(p) != p]
                 if bad:
                     conn.sendall(json.dumps({"error": f"not under the template's folders: {bad}"}).encode() + b"\n")
@@ -306,8 +418,9 @@ def environment(roots, harness_path):
 def main(argv):
     sock_path, harness_path, preload = argv[1], argv[2], [m for m in argv[3].split(",") if m]
     roots = [os.path.realpath(r) for r in argv[4:]]
-    global HARNESS, ENVIRONMENT
+    global HARNESS, ENVIRONMENT, BY_ROOT
     ENVIRONMENT = environment(roots, harness_path)
+    BY_ROOT = by_root()
     import importlib.util
 
     # What the children need, imported once. None of it runs a PyTorch
@@ -342,7 +455,7 @@ def main(argv):
     if pid == 0:
         try:
             libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
-            make_sandbox({"writable": [], "readable": []}, roots)
+            make_sandbox({"writable": [], "readable": [], "uid": 2_000_000_000}, roots)
             # The child must still reach the Python it runs (a course under /tmp).
             os._exit(0 if os.access(sys.executable, os.X_OK) and os.path.isdir(sys.prefix) else 1)
         except BaseException as error:  # noqa: BLE001
@@ -356,6 +469,7 @@ def main(argv):
 
 HARNESS = None
 ENVIRONMENT = []  # set by main(): see environment()
+BY_ROOT = False  # set by main(): see by_root()
 
 if __name__ == "__main__":
     main(sys.argv)
