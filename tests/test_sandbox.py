@@ -35,7 +35,7 @@ import pytest
 from tests.conftest import require_sandbox
 from tools.nbgrader_course import Course, fill_release, solution_code
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS
-from tools.sandbox import let_sandbox_write, sandboxed_command
+from tools.sandbox import PROCESS_LIMIT, let_sandbox_write, sandboxed_command
 
 ASSIGNMENT = "ex01_by_hand"
 EARLIER_POINTS = 8  # the four tests before test_softmax
@@ -102,7 +102,7 @@ SECRETS = {
     "JUPYTERHUB_API_TOKEN": "hub-api-token-7d21",
     "COURSE_LMS_TOKEN": "lms-token-a95e",
 }
-FORKS = 1000  # a fork bomb's goal; the sandbox allows far fewer processes
+FORKS = 300  # a fork bomb's goal: more than a sandbox's PROCESS_LIMIT (256), few enough to reach in a cell's 5 s
 FLOOD_MIB = 200  # what a flooding cell prints, 1 MiB at a time
 
 
@@ -214,7 +214,7 @@ HONEST = ("solution", "blank")
 HOST_SECRET = "a file of the grader's machine: 5be1"
 
 
-def grade_course(root: Path, softmax_cells: dict, honest=HONEST, env=None):
+def grade_course(root: Path, softmax_cells: dict, honest=HONEST, env=None, planted=None):
     """A course with the ``honest`` submissions and one per entry of
     ``softmax_cells`` ({student: code}), graded by `make grade`'s command.
     Returns the course, the finished process and the scores in the gradebook."""
@@ -229,6 +229,8 @@ def grade_course(root: Path, softmax_cells: dict, honest=HONEST, env=None):
         course.submit("blank", ASSIGNMENT, nbformat.read(release, as_version=4))
     for student, code in softmax_cells.items():
         course.submit(student, ASSIGNMENT, fill_release(release, {**answers, "softmax": code}))
+    if planted is not None:
+        planted(course)
     course.submitted_before = {path: path.read_bytes() for path in (root / "submitted").rglob("*") if path.is_file()}
     proc = subprocess.run(
         [str(BIN / "python"), "-m", "tools.grade", "--course", str(root), "--jobs", "2"],
@@ -258,7 +260,7 @@ def graded(tmp_path_factory):
     try:
         cells = attacks(root, server.server_address[1], token, host)
         env = {**os.environ, **SECRETS}
-        course, proc, scores = grade_course(root, cells, env=env)
+        course, proc, scores = grade_course(root, cells, env=env, planted=lambda course: plant(course, host))
     finally:
         server.shutdown()
         server.server_close()
@@ -266,6 +268,20 @@ def graded(tmp_path_factory):
     for pid in survivors:  # clean up before reporting
         os.kill(pid, signal.SIGKILL)
     return {"course": course, "proc": proc, "scores": scores, "survivors": survivors, "attacks": cells, "host": host}
+
+
+def plant(course, host: Path):
+    """What a student could leave in their submission folder itself (on a hub,
+    in the exchange, before the instructor collects it): a link to a host
+    file and a pipe next to the notebook of ``links-to-secrets``, and a
+    notebook that is not JSON for ``unreadable-notebook``."""
+    folder = course.root / "submitted" / "links-to-secrets" / ASSIGNMENT
+    os.symlink(host / "secret.txt", folder / "data.txt")
+    os.mkfifo(folder / "pipe.txt")
+    broken = course.root / "submitted" / "unreadable-notebook" / ASSIGNMENT
+    broken.mkdir(parents=True)
+    (broken / f"{ASSIGNMENT}.ipynb").write_bytes(b"{ this is not JSON")
+    (broken / "timestamp.txt").write_text("2026-01-01 00:00:00.000000 UTC\n")
 
 
 def processes_with(token):
@@ -299,8 +315,18 @@ def assert_attack_failed(graded, student):
 
 
 def test_make_grade_grades_every_submission_despite_the_attacks(graded):
-    assert graded["proc"].returncode == 0, report(graded["proc"])
-    assert set(graded["scores"]) == set(HONEST) | set(graded["attacks"])
+    """Every submission is graded but the one whose notebook is not JSON: that
+    one alone is reported (and make grade says so with its exit status)."""
+    assert graded["proc"].returncode == 1, report(graded["proc"])
+    assert set(HONEST) | set(graded["attacks"]) <= set(graded["scores"])
+    not_graded = [line for line in graded["proc"].stdout.splitlines() if "NOT GRADED" in line]
+    assert len(not_graded) == 1 and "unreadable-notebook" in not_graded[0], report(graded["proc"])
+
+
+def test_a_submission_that_fails_to_grade_is_flagged_with_its_reason(graded):
+    row = integrity_rows(graded)["unreadable-notebook"]
+    assert row["flagged"] == "yes" and "not graded this run" in row["reason"], row
+    assert "grades.csv" in graded["proc"].stdout  # the export ran for everyone else
 
 
 def test_honest_submissions_are_graded_as_without_attackers(graded):
@@ -448,7 +474,8 @@ def test_output_flood_is_bounded(graded):
 def test_fork_bomb_is_stopped_even_for_root(graded):
     assert_attack_failed(graded, "fork-bomb")
     notebook = (graded["course"].root / "autograded" / "fork-bomb" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
-    assert "forked" in notebook
+    forked = int(notebook.split("forked ", 1)[1].split("\\n", 1)[0])
+    assert forked < PROCESS_LIMIT, f"the sandbox let {forked} processes start"
 
 
 def test_no_secret_of_the_grader_reaches_a_notebook(graded):
@@ -512,3 +539,45 @@ def test_sandboxed_command_limits_cpu_time(tmp_path):
     require_sandbox("the sandbox tests")
     proc = run_sandboxed("while True:\n    pass\n", tmp_path, cpu_seconds=1)
     assert proc.returncode != 0
+
+
+def test_copying_a_submission_follows_no_link_and_opens_no_pipe(tmp_path):
+    """What grading copies of a submission (its submitted folder, its graded
+    folders): folders and regular files only, nothing else opened, and no more
+    than a submission may hold."""
+    from tools.grade import CopyRefused, copy_regular
+
+    source, secret = tmp_path / "submission", tmp_path / "secret.txt"
+    (source / "sub").mkdir(parents=True)
+    secret.write_text(HOST_SECRET)
+    (source / "answer.ipynb").write_text("{}")
+    (source / "sub" / "data.txt").write_text("data")
+    os.symlink(secret, source / "link.txt")
+    os.symlink(tmp_path, source / "folder-link")
+    os.symlink("loop", source / "loop")
+    os.mkfifo(source / "pipe.txt")
+    left_out = copy_regular(source, tmp_path / "copy")
+    assert sorted(left_out) == ["folder-link", "link.txt", "loop", "pipe.txt"]
+    copied = sorted(str(p.relative_to(tmp_path / "copy")) for p in (tmp_path / "copy").rglob("*"))
+    assert copied == ["answer.ipynb", "sub", "sub/data.txt"]
+    with open(source / "big.bin", "wb") as f:
+        f.truncate(2 * 1024**2)
+    with pytest.raises(CopyRefused):
+        copy_regular(source, tmp_path / "small", max_bytes=1024**2)
+    with pytest.raises(CopyRefused):
+        copy_regular(source, tmp_path / "few", max_files=3)
+
+
+def test_a_submission_that_blocks_its_worker_is_given_up(tmp_path, monkeypatch):
+    """A grading step that blocks (here: opening a pipe no one writes to) ends
+    at the submission's deadline, as a failure of that submission alone."""
+    import time
+
+    from tools import grade
+
+    os.mkfifo(tmp_path / "pipe")
+    monkeypatch.setattr(grade, "grade_in_private_course", lambda *args: open(tmp_path / "pipe").read())
+    start = time.monotonic()
+    result = grade.grade_with_deadline(1.0, "course", "assignment", "student", "snapshot", "workdir")
+    assert time.monotonic() - start < 10
+    assert result["success"] is False and "did not finish within 1 s" in result["reason"]
