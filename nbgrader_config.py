@@ -93,3 +93,14 @@ c.GenerateFeedback.preprocessors = [
 # nbconvert's HTML exporter, compiling its templates once per process rather
 # than once per submission (the same HTML; tools/feedback.py).
 c.GenerateFeedback.exporter_class = "tools.feedback.FeedbackExporter"
+
+# The formgrader's "Autograde" button would grade one submission without the rest
+# of `make grade` (verification, feedback, grades.csv): it answers with the
+# `make grade` command to run instead, and grades nothing (tools/formgrader_guard.py).
+# `nbgrader autograde` on the command line is not affected.
+try:
+    from tools.formgrader_guard import guard_formgrader
+except ImportError:  # no tools/ found above: this copy of the file has nothing to guard with
+    pass
+else:
+    guard_formgrader()

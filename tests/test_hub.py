@@ -19,6 +19,15 @@ in headless Chromium (Playwright, the system's browser as in test_site.py):
    student fetches it in the Assignments tab and reads it: her score and the
    instructor's comment are there, and no line of a hidden test is.
 
+Two more tests use the same hub. A student's kernel, started from her own
+JupyterLab, tries to read what she must not: the served repository's
+solutions/, .git and verification specs, the instructor's home with the course
+folder and its gradebook, the hub's database; and `make hub` may not have
+changed the permissions of any folder on the way to the course's Python (it
+used to let everyone into /root while it ran). The instructor presses the
+formgrader's "Autograde" for a student (the request the button sends): the
+answer points to `make grade` and nothing is graded.
+
 Each step's time is written to _build/hub-report.md (and printed, with `pytest -s`).
 
 Run alone with `pytest -m hub`. Needs root (the hub's users are real Unix
@@ -33,8 +42,10 @@ import pwd
 import re
 import shutil
 import socket
+import stat
 import subprocess
 import time
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -51,6 +62,8 @@ STUDENT = "ada"
 COMMENT = "Clear and correct: well done. (Comment typed in the formgrader.)"
 REPORT = ROOT / "_build" / "hub-report.md"
 STEPS = {}
+#: The permissions of the folders on the way to the course's Python and repository, before the hub started.
+MODES_BEFORE = {}
 
 
 def missing():
@@ -93,9 +106,15 @@ class Timer:
         STEPS[self.name] = time.monotonic() - self.start
 
 
+def folder_modes():
+    """{folder: permission bits} for every folder on the way to .venv's Python and to the repository."""
+    targets = [Path(os.path.realpath(BIN / "python")).parent, ROOT]
+    return {str(folder): stat.S_IMODE(os.stat(folder).st_mode)
+            for target in targets for folder in [*target.parents, target]}
+
+
 def reset():
-    """Leave no trace of a hub: its users and their homes, its folder, opened folders."""
-    hubtools.close_folders()
+    """Leave no trace of a hub: its users and their homes, its folder."""
     hubtools.remove_users()
     shutil.rmtree(hubtools.HUB, ignore_errors=True)
 
@@ -134,6 +153,7 @@ def hub():
             pytest.fail(f"CI=true and {reason}")
         pytest.skip(reason)
     reset()
+    MODES_BEFORE.update(folder_modes())
     port = free_port()
     with Timer("set up the hub (users, proxy, configuration, course folder)"):
         command = hubtools.setup(port=port, hub_port=free_port(), api_port=free_port(), released=[ASSIGNMENT])
@@ -169,6 +189,24 @@ def browser(hub):
         browser = launch(playwright)
         yield browser
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def student(hub, browser):
+    """STUDENT logged in, her JupyterLab up (None when the test ran as root through sudo)."""
+    if hub is None:
+        yield None
+        return
+    with Timer("student logs in (her JupyterLab starts)"):
+        page = lab_ready(start_log_in(browser, hub, STUDENT), STUDENT)
+    yield page
+
+
+@pytest.fixture(scope="module")
+def teacher(hub, browser):
+    """The instructor, logging in: his JupyterLab may still be starting (None when
+    the test ran as root through sudo)."""
+    yield None if hub is None else start_log_in(browser, hub, hubtools.INSTRUCTOR)
 
 
 def start_log_in(browser, base, user):
@@ -220,16 +258,13 @@ def max_score():
     return sum(c.metadata.get("nbgrader", {}).get("points", 0) for c in nb.cells)
 
 
-def test_a_term_on_the_hub(hub, browser):
+def test_a_term_on_the_hub(hub, student, teacher):
+    # The student's JupyterLab is up; the instructor's starts while she works (the fixtures).
     if hub is None:
         return  # it ran, and passed, as root through sudo (run_as_root)
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     total = max_score()
-    with Timer("student logs in (her JupyterLab starts)"):
-        student = lab_ready(start_log_in(browser, hub, STUDENT), STUDENT)
-    # The instructor logs in too: his JupyterLab starts while the student works.
-    teacher = start_log_in(browser, hub, hubtools.INSTRUCTOR)
 
     with Timer("the release and the class list, set up in the background, are done"):
         hubtools.wait_for_setup()
@@ -351,6 +386,129 @@ def test_a_term_on_the_hub(hub, browser):
     assert hidden & notebook_lines(autograded), "nothing to hide: is the test looking at the right lines?"
     shown = {line.strip() for line in text.splitlines()}
     assert not hidden & shown, f"the feedback shows hidden test lines: {sorted(hidden & shown)[:3]}"
+
+
+# Runs `code` in a new kernel of the JupyterLab open in the page, over Jupyter's kernel
+# API, as a notebook does; returns what it printed (and the error, if it raised).
+RUN_IN_KERNEL = """async ([base, code]) => {
+  const xsrf = decodeURIComponent((document.cookie.match(/(?:^|;\\s*)_xsrf=([^;]*)/) || [])[1] || "");
+  const headers = {"Content-Type": "application/json", "X-XSRFToken": xsrf};
+  const started = await fetch(base + "api/kernels", {method: "POST", headers, body: JSON.stringify({name: "python3"})});
+  if (!started.ok) throw new Error("starting a kernel: HTTP " + started.status);
+  const kernel = await started.json();
+  try {
+    const channels = base + "api/kernels/" + kernel.id + "/channels";
+    const socket = new WebSocket(location.origin.replace(/^http/, "ws") + channels);
+    const id = "hub-test-" + Date.now();
+    return await new Promise((resolve, reject) => {
+      let out = "";
+      socket.onerror = () => reject(new Error("the kernel's websocket failed"));
+      socket.onopen = () => socket.send(JSON.stringify({
+        header: {msg_id: id, msg_type: "execute_request", session: id, username: "", version: "5.3",
+                 date: new Date().toISOString()},
+        parent_header: {}, metadata: {}, channel: "shell", buffers: [],
+        content: {code, silent: false, store_history: false, user_expressions: {}, allow_stdin: false,
+                  stop_on_error: true},
+      }));
+      socket.onmessage = (event) => {
+        const message = JSON.parse(event.data);
+        if (message.parent_header.msg_id !== id) return;
+        if (message.msg_type === "stream") out += message.content.text;
+        if (message.msg_type === "error") out += message.content.ename + ": " + message.content.evalue;
+        if (message.msg_type === "status" && message.content.execution_state === "idle") {
+          socket.close();
+          resolve(out);
+        }
+      };
+    });
+  } finally {
+    await fetch(base + "api/kernels/" + kernel.id, {method: "DELETE", headers});
+  }
+}"""
+
+# What the student's kernel runs: try to read each path (a folder: list it), print what happened.
+TRY_TO_READ = """
+import json, os
+def attempt(path):
+    try:
+        if os.path.isdir(path):
+            os.listdir(path)
+        else:
+            with open(path, "rb") as file:
+                file.read(1)
+        return "read"
+    except OSError as error:
+        return type(error).__name__
+print(json.dumps({name: attempt(path) for name, path in json.loads(%r).items()}))
+"""
+
+
+def test_a_student_cannot_read_the_course(hub, student):
+    if hub is None:
+        return  # it ran, and passed, as root through sudo (run_as_root)
+    hubtools.wait_for_setup()  # the gradebook is there
+    course = hubtools.course_folder()
+    secrets = {
+        "the repository's solutions/": ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
+        "the repository's verification spec": ROOT / "tools" / "verification" / f"{ASSIGNMENT}.py",
+        "the repository's git history": ROOT / ".git",
+        "the course folder's solutions/": course / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
+        "the gradebook": course / "gradebook.db",
+        "the course folder": course,
+        "the instructor's home": hubtools.home(hubtools.INSTRUCTOR),
+        "the hub's database": hubtools.HUB / "jupyterhub.sqlite",
+    }
+    needed = {"the exchange": hubtools.EXCHANGE, "the course's Python": BIN / "python"}
+    paths = {name: str(path) for name, path in {**secrets, **needed}.items()}
+    absent = [name for name, path in paths.items() if not os.path.exists(path)]
+    assert not absent, f"the test looks for files that are not there: {absent}"
+
+    with Timer("a student's kernel tries to read the course"):
+        printed = student.evaluate(RUN_IN_KERNEL, [f"/user/{STUDENT}/", TRY_TO_READ % json.dumps(paths)])
+    outcome = json.loads(printed.strip().splitlines()[-1]) if printed.strip().startswith("{") else printed
+    assert isinstance(outcome, dict), f"the student's kernel did not run the attempt: {printed}"
+    problems = []
+    read = {name: paths[name] for name in secrets if outcome[name] == "read"}
+    if read:
+        problems.append(f"a student's notebook can read these: {read}")
+    unreachable = {name: outcome[name] for name in needed if outcome[name] != "read"}
+    if unreachable:
+        problems.append(f"a student cannot reach what she needs: {unreachable}")
+    changed = {folder: f"{before:o} -> {stat.S_IMODE(os.stat(folder).st_mode):o}"
+               for folder, before in MODES_BEFORE.items() if stat.S_IMODE(os.stat(folder).st_mode) != before}
+    if changed:
+        problems.append(f"make hub changed the permissions of folders while it runs: {changed}")
+    assert not problems, "\n".join(problems)
+
+
+# The request the formgrader's "Autograde" button sends; returns the formgrader's JSON answer.
+PRESS_AUTOGRADE = """async (url) => {
+  const xsrf = decodeURIComponent((document.cookie.match(/(?:^|;\\s*)_xsrf=([^;]*)/) || [])[1] || "");
+  const reply = await fetch(url, {method: "POST", headers: {"X-XSRFToken": xsrf}});
+  if (!reply.ok) throw new Error("the formgrader answered HTTP " + reply.status);
+  return JSON.parse(await reply.text());
+}"""
+
+
+def test_the_formgraders_autograde_button_points_to_make_grade(hub, teacher):
+    if hub is None:
+        return  # it ran, and passed, as root through sudo (run_as_root)
+    hubtools.wait_for_setup()
+    graded = hubtools.course_folder() / "autograded" / STUDENT
+
+    def snapshot():
+        return {str(p): p.stat().st_mtime_ns for p in graded.rglob("*")} if graded.exists() else {}
+
+    before = snapshot()
+    with Timer("the instructor presses Autograde in the formgrader"):
+        teacher.wait_for_url(f"**/user/{hubtools.INSTRUCTOR}/**", timeout=120_000)  # his server is up
+        formgrader = f"{hub}/user/{hubtools.INSTRUCTOR}/formgrader"
+        teacher.goto(f"{formgrader}/manage_assignments")
+        answer = teacher.evaluate(PRESS_AUTOGRADE, f"{formgrader}/api/submission/{ASSIGNMENT}/{STUDENT}/autograde")
+    message = f"{answer.get('log', '')}{answer.get('error', '')}"
+    assert answer["success"] is False, f"the formgrader autograded {STUDENT}'s submission:\n{message[-1500:]}"
+    assert "make grade" in message, f"the formgrader's answer does not point to make grade:\n{message[-1500:]}"
+    assert snapshot() == before, "the formgrader's Autograde changed autograded/"
 
 
 def notebook_lines(path):

@@ -19,8 +19,15 @@ runs; instructor/hub.md explains it). It prepares everything under
   hub's exchange. Every assignment is released to the students at start.
 
 Run as root, each user is a real Unix user (created when missing) and gets
-their own JupyterLab as that user (JupyterHub's LocalProcessSpawner). Run as
-anyone else, every server runs as you, with its home folder under
+their own JupyterLab as that user (JupyterHub's LocalProcessSpawner), in a view
+of the machine of their own (``view``, ``enter``): a private mount namespace in
+which the repository is an empty, read-only folder for a student, with only
+``.venv``, the exchange and the students' Jupyter configuration put back in it,
+and in which a closed folder on the way to the course's Python (a Python
+installed under /root, say) is replaced the same way, for everyone, so that no
+home is ever opened. The instructor's course folder lives in his private home.
+Nothing outside the namespaces changes, and the views end with their processes.
+Run as anyone else, every server runs as you, with its home folder under
 ``_build/hub/home/<user>`` (SimpleLocalProcessSpawner): the same hub, without
 the separation between users.
 """
@@ -28,6 +35,7 @@ the separation between users.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import pwd
@@ -60,7 +68,8 @@ PASSWORD = "attention"  # SharedPasswordAuthenticator wants at least 8 character
 INSTRUCTOR_ONLY_LAB = ("formgrader", "create-assignment", "course-list")
 
 CREATED_USERS = HUB / "created-users.json"
-OPENED_FOLDERS = HUB / "opened-folders.json"
+STUDENT_CONFIG = HUB / "jupyter-student"
+INSTRUCTOR_CONFIG = HUB / "jupyter-instructor"
 
 
 class HubError(RuntimeError):
@@ -133,36 +142,141 @@ def remove_users():
     CREATED_USERS.unlink()
 
 
-def folders_to_open():
-    """The folders that other users cannot enter but must, to run .venv's Python
-    and read the repository (a Python installed under /root, say)."""
-    needed = [Path(os.path.realpath(BIN / "python")).parent, ROOT]
-    blocked = []
-    for target in needed:
-        for folder in [*reversed(target.parents), target]:
-            if not os.stat(folder).st_mode & stat.S_IXOTH and folder not in blocked:
-                blocked.append(folder)
-    return blocked
+def python_installation():
+    """The folders of the Python installation that .venv was made from (its
+    interpreter's prefix, and the folder pyvenv.cfg names), without links."""
+    found = {Path(os.path.realpath(BIN / "python")).parent.parent}
+    for line in (ROOT / ".venv" / "pyvenv.cfg").read_text().splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "home" and value.strip():
+            found.add(Path(os.path.realpath(value.strip())).parent)
+    return sorted(found)
 
 
-def open_folders():
-    """As root: let everyone enter (not list) the folders on the way to .venv's
-    Python; close_folders() puts their modes back."""
-    opened = json.loads(OPENED_FOLDERS.read_text()) if OPENED_FOLDERS.is_file() else {}
-    for folder in folders_to_open():
-        mode = stat.S_IMODE(os.stat(folder).st_mode)
-        print(f"letting the hub's users enter {folder} (chmod o+x until the hub stops)", flush=True)
-        opened.setdefault(str(folder), mode)
-        os.chmod(folder, mode | stat.S_IXOTH)
-    OPENED_FOLDERS.write_text(json.dumps(opened))
+def view(user):
+    """What ``user``'s processes see of the folders the hub uses: ``(covered, shown)``.
+
+    ``covered``: folders that an empty, read-only folder replaces. For a
+    student, the repository (solutions/, tools/verification/, .git, the hub's
+    own files); for every user, the first closed folder (one that others cannot
+    enter) on the way to what they need, such as /root above a Python
+    installed there: nobody's home is opened, its other files stay out of sight.
+    ``shown``: {folder: writable} of what is put back, at the same path,
+    inside a covered folder: the course's .venv and Python for everyone, the
+    exchange and the students' Jupyter configuration for students, the whole
+    repository for the instructor (he grades with it).
+    """
+    needed = {folder: False for folder in python_installation()}
+    if user == INSTRUCTOR:
+        needed[ROOT] = True
+        covered = set()
+    else:
+        needed.update({ROOT / ".venv": False, EXCHANGE: True, STUDENT_CONFIG: False})
+        covered = {ROOT}
+    for path in needed:
+        closed = [folder for folder in reversed(path.parents) if not os.stat(folder).st_mode & stat.S_IXOTH]
+        covered.update(closed[:1])
+    covered = sorted(folder for folder in covered if not any(other in folder.parents for other in covered))
+    hidden = [path for path in needed if any(folder == path or folder in path.parents for folder in covered)]
+    shown = {path: needed[path] for path in hidden if not any(other in path.parents for other in hidden)}
+    return covered, shown
 
 
-def close_folders():
-    if not OPENED_FOLDERS.is_file():
-        return
-    for folder, mode in json.loads(OPENED_FOLDERS.read_text()).items():
-        os.chmod(folder, mode)
-    OPENED_FOLDERS.unlink()
+# Linux's mount(2) and unshare(2) flags (linux/mount.h, linux/sched.h).
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
+CLONE_NEWNS = 0x00020000
+
+
+def _syscall(name, *args, what=None):
+    if getattr(ctypes.CDLL(None, use_errno=True), name)(*args) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"{what or name}: {os.strerror(error)}")
+
+
+def _mount(source, target, fstype, flags, options=None):
+    encode = (lambda text: None if text is None else os.fsencode(str(text)))
+    _syscall("mount", encode(source), encode(target), encode(fstype), ctypes.c_ulong(flags), encode(options),
+             what=f"mount {source or ''} on {target} ({fstype or 'flags'} {flags:#x} {options or ''})")
+
+
+def build_view(covered, shown, private_tmp):
+    """As root, in this process: a mount namespace of its own, in which each
+    ``covered`` folder is replaced by an empty read-only folder with the
+    ``shown`` folders bound back in (read-only unless writable), and, with
+    ``private_tmp``, /tmp and /dev/shm empty and of its own. Nothing reaches
+    the rest of the machine; the namespace ends with the last process in it."""
+    _syscall("unshare", CLONE_NEWNS)
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)  # mounts made here stay here
+    # Handles on what is shown, taken in the new namespace before the covers hide it.
+    handles = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in shown}
+    for folder in covered:
+        _mount("hub-view", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=1024")
+    umask = os.umask(0o022)
+    for path, writable in shown.items():
+        os.makedirs(path, exist_ok=True)  # in the cover's empty folder
+        _mount(f"/proc/self/fd/{handles[path]}", path, None, MS_BIND | MS_REC)
+        if not writable:
+            _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        os.close(handles[path])
+    os.umask(umask)
+    for folder in covered:
+        _mount(None, folder, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    if private_tmp:
+        for folder in ("/tmp", "/dev/shm"):
+            _mount("hub-tmp", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
+
+
+def enter(argv):
+    """``USER -- COMMAND...``, run as root: build USER's view (``view``,
+    ``build_view``; students also get a /tmp of their own), become USER and
+    run COMMAND in the working folder this started in, as seen in the view.
+    Every command of the hub's users starts this way (``enter_command``)."""
+    if len(argv) < 3 or argv[1] != "--" or argv[0] not in USERS:
+        raise SystemExit(f"usage: enter USER -- COMMAND..., USER one of {', '.join(USERS)}")
+    user, command = argv[0], argv[2:]
+    account = pwd.getpwnam(user)
+    folder = os.getcwd()
+    build_view(*view(user), private_tmp=user != INSTRUCTOR)
+    os.setgroups(os.getgrouplist(user, account.pw_gid))
+    os.setgid(account.pw_gid)
+    os.setuid(account.pw_uid)
+    os.chdir(folder)  # by its path again, so that it is the view's folder
+    os.execvp(command[0], command)
+
+
+def check_views():
+    """As root: the instructor and a student can start the course's Python in
+    their view; raise HubError, with what went wrong, if one cannot."""
+    for user in (INSTRUCTOR, STUDENTS[0]):
+        proc = as_user(user, [BIN / "python", "-c", ""], check=False, capture_output=True)
+        if proc.returncode != 0:
+            raise HubError(f"{user} cannot start the course's Python in their view of the machine "
+                           f"(tools/hub.py, view; it needs mount namespaces, which some containers forbid even "
+                           f"to root: run `make hub` as another user for a hub without separate users):\n"
+                           f"{proc.stderr}")
+
+
+def enter_program():
+    """The program that runs ``enter``: .venv's Python, isolated (-I) from the
+    environment and from the user's own Python packages, since it runs as root."""
+    code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from tools.hub import enter; enter(sys.argv[1:])"
+    return [str(BIN / "python"), "-I", "-c", code]
+
+
+def enter_command(user):
+    """The start of a command line that runs what follows as ``user``, in their view."""
+    return [*enter_program(), user, "--"]
+
+
+def check_shared():
+    """As root: the hub's users run .venv's Python, and the instructor grades
+    with the repository; raise HubError if they cannot read them."""
+    for folder in [ROOT, ROOT / ".venv", *python_installation()]:
+        mode = os.stat(folder).st_mode
+        if not (mode & stat.S_IROTH and mode & stat.S_IXOTH):
+            raise HubError(f"the hub's users run the course's Python and the instructor grades with the "
+                           f"repository, but other users cannot read {folder}: `chmod o+rx {folder}` (students "
+                           "see nothing of the repository but .venv, whatever its permissions)")
 
 
 # --- configuration ------------------------------------------------------------
@@ -185,9 +299,9 @@ def user_environment(user):
 
 
 def as_user(user, args, cwd=None, check=True, **kwargs):
-    """Run a command as one of the hub's users (runuser as root), in their environment."""
+    """Run a command as one of the hub's users (as root: in their view, ``enter``), in their environment."""
     env = user_environment(user)
-    prefix = ["runuser", "-u", user, "--"] if is_root() else []
+    prefix = enter_command(user) if is_root() else []
     command = [*prefix, "env", *(f"{k}={v}" for k, v in env.items()), *map(str, args)]
     return subprocess.run(command, cwd=cwd or home(user), check=check, text=True, **kwargs)
 
@@ -207,7 +321,7 @@ def nbgrader_settings(**settings):
 def write_user_config():
     """The Jupyter configuration folders of students and instructor (JUPYTER_CONFIG_PATH)."""
     common = {"Exchange.root": str(EXCHANGE), "CourseDirectory.course_id": COURSE_ID}
-    student = HUB / "jupyter-student"
+    student = STUDENT_CONFIG
     write_file(student / "nbgrader_config.py", nbgrader_settings(**common))
     # Students see the Assignments tab only: no formgrader, no assignment creation, no course list.
     disabled = {f"@jupyter/nbgrader:{name}": True for name in INSTRUCTOR_ONLY_LAB}
@@ -215,9 +329,21 @@ def write_user_config():
     off = {f"nbgrader.server_extensions.{name}": False for name in ("formgrader", "course_list")}
     server_config = {"ServerApp": {"jpserver_extensions": off}}
     write_file(student / "jupyter_server_config.json", json.dumps(server_config, indent=1))
-    instructor = HUB / "jupyter-instructor"
-    write_file(instructor / "nbgrader_config.py",
-               nbgrader_settings(**common, **{"CourseDirectory.root": str(course_folder())}))
+    write_file(INSTRUCTOR_CONFIG / "nbgrader_config.py",
+               INSTRUCTOR_NBGRADER_CONFIG.format(course_config=str(course_folder() / "nbgrader_config.py")))
+
+
+INSTRUCTOR_NBGRADER_CONFIG = '''\
+"""The instructor's nbgrader configuration on the course's JupyterHub (written by tools/hub.py).
+
+The course folder's, for every nbgrader the instructor runs. The formgrader
+reads only the Jupyter configuration folders, not the course folder's file: it
+gets the course's settings (the sandbox, the feedback, its Autograde button
+pointed at `make grade`) from here.
+"""
+c = get_config()  # noqa: F821
+load_subconfig({course_config!r})  # noqa: F821
+'''
 
 
 COURSE_CONFIG = '''\
@@ -328,8 +454,7 @@ c.SharedPasswordAuthenticator.user_password = {password!r}
 c.Authenticator.allowed_users = set({users!r})
 
 # Each user's JupyterLab, from the course's .venv, with nbgrader's extensions.
-c.JupyterHub.spawner_class = {spawner!r}
-{home_template}c.Spawner.cmd = [{singleuser!r}]
+{spawner}c.Spawner.cmd = [{singleuser!r}]
 c.Spawner.default_url = "/lab"
 c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
@@ -340,19 +465,51 @@ c.Spawner.environment = {{
 }}
 '''
 
+# As root: each user's JupyterLab in their own view of the machine (tools/hub.py, view and enter).
+ROOT_SPAWNER = '''\
+import os
+import pwd
+
+from jupyterhub.spawner import LocalProcessSpawner
+
+ENTER = {enter!r}
+
+
+class CourseSpawner(LocalProcessSpawner):
+    """JupyterHub's LocalProcessSpawner, starting each JupyterLab through
+    tools/hub.py's `enter`: as root, it builds the user's view of the machine
+    (a student sees nothing of the repository but .venv and the exchange),
+    then becomes the user and runs JupyterLab."""
+
+    def make_preexec_fn(self, name):
+        home = pwd.getpwnam(name).pw_dir
+        return lambda: os.chdir(home)  # still root here: `enter` becomes the user
+
+    async def start(self):
+        jupyterlab = list(self.cmd)
+        self.cmd = [*ENTER, self.user.name, "--", *jupyterlab]
+        try:
+            return await super().start()
+        finally:
+            self.cmd = jupyterlab
+
+
+c.JupyterHub.spawner_class = CourseSpawner
+'''
+
 
 def write_hub_config(ip="127.0.0.1", port=8000, hub_port=None, api_port=None):
     path = HUB / "jupyterhub_config.py"
     environment = {user: user_environment(user) for user in USERS}
     if is_root():
-        spawner, template = "jupyterhub.spawner.LocalProcessSpawner", ""
+        spawner = ROOT_SPAWNER.format(enter=enter_program())
     else:
-        spawner = "jupyterhub.spawner.SimpleLocalProcessSpawner"
-        template = f"c.SimpleLocalProcessSpawner.home_dir_template = {str(HUB / 'home' / '{username}')!r}\n"
+        spawner = ('c.JupyterHub.spawner_class = "jupyterhub.spawner.SimpleLocalProcessSpawner"\n'
+                   f"c.SimpleLocalProcessSpawner.home_dir_template = {str(HUB / 'home' / '{username}')!r}\n")
     write_file(path, HUB_CONFIG.format(
         hub=str(HUB), environment=json.dumps(environment), url=f"http://{ip}:{port}",
         hub_port=hub_port or port + 81, api_port=api_port or port + 1, proxy=str(PROXY),
-        password=PASSWORD, users=sorted(USERS), spawner=spawner, home_template=template,
+        password=PASSWORD, users=sorted(USERS), spawner=spawner,
         singleuser=str(BIN / "jupyterhub-singleuser"),
     ), mode=0o600)
     return path
@@ -369,14 +526,16 @@ def setup(ip="127.0.0.1", port=8000, hub_port=None, api_port=None, released=None
     os.chmod(HUB, 0o755)
     ensure_proxy()
     if is_root():
+        check_shared()
         ensure_users()
-        open_folders()
     else:
         for user in USERS:
             home(user).mkdir(parents=True, exist_ok=True)
     EXCHANGE.mkdir(exist_ok=True)
     os.chmod(EXCHANGE, 0o1777)  # every user writes here (nbgrader's exchange)
     write_user_config()
+    if is_root():
+        check_views()
     prepare_course()
     # Creating the gradebook and releasing take a while: they go on while the hub starts.
     in_background(import_students)
@@ -414,7 +573,7 @@ def main(argv=None):
     parser.add_argument("--ip", default="127.0.0.1", help="address to listen on (default: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port of the hub (default: 8000)")
     args = parser.parse_args(argv)
-    # `kill` (SIGTERM) stops the hub as Ctrl-C does, putting folders' permissions back.
+    # `kill` (SIGTERM) stops the hub as Ctrl-C does, and with it every user's JupyterLab.
     signal.signal(signal.SIGTERM, _interrupt)
     url = f"http://{'127.0.0.1' if args.ip in ('0.0.0.0', '') else args.ip}:{args.port}/"
     process = None
@@ -438,8 +597,6 @@ def main(argv=None):
                 process.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 process.kill()
-        if is_root():
-            close_folders()
 
 
 if __name__ == "__main__":
