@@ -2,8 +2,9 @@
 
 ``sandboxed_command(argv, workdir)`` returns ``argv`` wrapped so that, when
 run, it sees a read-only view of the system and of the Python installations it
-needs, may write only to ``workdir`` (plus a private, size-limited ``/tmp``),
-has no network, runs under limits on memory and CPU time, and takes every
+needs, may write only to ``workdir`` or a scratch copy of it (plus a private,
+size-limited ``/tmp``), has no network, runs under limits on memory, CPU time
+and processes, and takes every
 process it starts down with it. Nothing else of the machine is visible: not the
 course folder, not the gradebook, not other students' work.
 

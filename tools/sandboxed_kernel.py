@@ -7,10 +7,13 @@ grade``, by hand, or from the formgrader — runs student code this way:
 - ``SandboxedKernelManager`` starts the kernel inside bubblewrap — forked
   from this process's warm template (tools/warm.py), which makes each kernel
   a sandbox of its own, or, with ``GRADING_WARM=off``, as a new Python: the kernel
-  sees a read-only system and Python, writes only to the submission's own
-  folder, has no network and limits on memory and CPU time. It talks to
-  nbgrader over unix sockets (ZeroMQ's ``ipc`` transport) in a private folder
-  bound into the sandbox, since TCP cannot cross the sandbox's empty network.
+  sees a read-only system and Python, works in a scratch copy of the
+  submission's folder (tools/sandbox.py: what it writes there is never read
+  back), has no network and limits on memory, CPU time and processes. It
+  talks to nbgrader over unix sockets (ZeroMQ's ``ipc`` transport) in a
+  private folder bound into the sandbox, since TCP cannot cross the sandbox's
+  empty network; grading never reads that folder, and removes it without
+  following links.
 - ``SandboxedExecute`` bounds what a notebook's outputs may hold, in bytes per
   cell and per notebook: past that, output that cannot change a grade is
   dropped (with a note saying so), and what can (an error, stderr, a result)
@@ -173,8 +176,9 @@ class SandboxedKernelClient(AsyncKernelClient):
 
 class SandboxedKernelManager(AsyncKernelManager):
     """A kernel manager that starts the kernel inside the bubblewrap sandbox,
-    with the kernel's working folder (the submission's) as its only writable
-    place."""
+    in a scratch copy of its working folder (the submission's), with its
+    private folder (connection file, sockets) as the only other place it may
+    write to."""
 
     memory_bytes = Integer(
         2 * 1024**3, help="Address space each process of the kernel may use, in bytes."
@@ -192,7 +196,7 @@ class SandboxedKernelManager(AsyncKernelManager):
     client_class = DottedObjectName("tools.sandboxed_kernel.SandboxedKernelClient")
     client_factory = Type(SandboxedKernelClient, klass=AsyncKernelClient)
 
-    _private = None  # this kernel's connection file, sockets and home folder
+    _private = None  # this kernel's connection file and sockets
 
     async def _async_wait(self, pollinterval: float = 0.1) -> None:
         # Whether a stopping kernel has ended is asked every 10 ms, not 100 ms.

@@ -217,7 +217,7 @@ def set_kernel_roots(roots, base=None):
 
 
 def kernel_private_root() -> Path:
-    """The folder for the kernels' private folders (connection file, sockets, home)."""
+    """The folder for the kernels' private folders (connection file, sockets)."""
     global _kernel_root
     if _kernel_root is None or not _kernel_root.is_dir():
         _kernel_root = Path(tempfile.mkdtemp(prefix="nbg-k-", dir=_base))
