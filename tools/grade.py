@@ -295,6 +295,8 @@ def grade_in_private_course(course_root: str, assignment: str, student: str, sna
             started = time.monotonic()
             converter.start()
             phases[converter_class.__name__] = time.monotonic() - started
+    except SubmissionTimeout:
+        raise
     except BaseException:  # noqa: BLE001 - reported to the caller, who keeps the old results
         success = False
         log.write(traceback.format_exc())
@@ -338,8 +340,9 @@ def last_line(text: str) -> str:
     return lines[-1][:300] if lines else "unknown"
 
 
-class SubmissionTimeout(Exception):
-    pass
+class SubmissionTimeout(BaseException):
+    """A submission's deadline (a BaseException: nbgrader's own handlers of
+    Exception must not swallow it and carry on)."""
 
 
 def grade_with_deadline(seconds: float, *args):
