@@ -172,7 +172,8 @@ _chunk = "x" * (1024**2 - 1)
 for _ in range({FLOOD_MIB}):
     print(_chunk, flush=True)
 """ + ANSWER,
-        "floods-one-message": 'print("x" * (100 * 1024**2))\n' + ANSWER,
+        "floods-one-message": 'print("x" * (24 * 1024**2))\n' + ANSWER,
+        "floods-one-huge-message": 'print("x" * (100 * 1024**2))\n' + ANSWER,
         "fork-bomb": f"""
 import os as _os, time as _time
 _forked = 0
@@ -186,6 +187,76 @@ except OSError:
     pass
 print("forked", _forked)
 if _forked == {FORKS}:
+""" + "\n".join("    " + line for line in ANSWER.splitlines()) + "\n",
+        "nests-in-verification": """
+import os as _os
+if _os.path.basename(_os.getcwd()) == "results":  # only in the verification, whose folder grading removes
+    _top = _os.open(".", _os.O_RDONLY)
+    for _ in range(3000):
+        _os.mkdir("d")
+        _os.chdir("d")
+    _os.fchdir(_top)
+""" + ANSWER,
+        "fills-its-socket-folder": """
+import os as _os
+_top = _os.open(".", _os.O_RDONLY)
+try:  # (in the kernel; its verification has no connection file)
+    from ipykernel import get_connection_file as _connection
+    _os.chdir(_os.path.dirname(_connection()))
+    for _ in range(3000):
+        _os.mkdir("d")
+        _os.chdir("d")
+    with open("fill.bin", "wb") as _f:
+        _f.write(b"x" * 1024**2)
+except Exception:
+    pass
+_os.fchdir(_top)
+""" + ANSWER,
+        "floods-stdin": """
+_kernel = get_ipython().kernel
+_big = "B" * (64 * 1024**2)
+for _ in range(5):  # input requests no one asked for, on the channel the grader never reads
+    _kernel.session.send(_kernel.stdin_socket, "input_request", {"prompt": _big, "password": False},
+                         _kernel.get_parent("shell"), ident=_kernel._parent_ident["shell"])
+""" + ANSWER,
+        "updates-a-display-many-times-shown": """
+from IPython.display import display as _display, update_display as _update
+for _ in range(300):
+    _display({"text/plain": "x"}, raw=True, display_id="amplified")
+_update({"text/plain": "A" * (1000 * 1024)}, raw=True, display_id="amplified")
+""" + ANSWER,
+        "floods-grade-deciding-outputs": """
+import sys as _sys
+_kernel = get_ipython().kernel
+print("x" * (1100 * 1024))
+_sys.stdout.flush()  # the cell's budget is spent: only what can decide a grade is kept, shortened
+_data = {"text/plain": "r", **{f"text/x-{_j}": "R" * 4000 for _j in range(2000)}}
+for _ in range(10):
+    _kernel.session.send(_kernel.iopub_socket, "error", {"ename": "E" * (8 * 1024**2), "evalue": "v",
+                         "traceback": []}, _kernel.get_parent("shell"), ident=b"error")
+    _kernel.session.send(_kernel.iopub_socket, "execute_result", {"data": _data, "metadata": {},
+                         "execution_count": 1}, _kernel.get_parent("shell"), ident=b"execute_result")
+""",
+        "leaks-hidden-tests-by-name": """
+_shell = get_ipython()
+def _leak(result):
+    _kernel = _shell.kernel
+    _cells = [c for c in _shell.user_ns.get("In", []) if "BEGIN HIDDEN TESTS" in c and "_leak" not in c]
+    if _cells and "BEGIN HIDDEN TESTS" not in result.info.raw_cell:
+        _hidden = _cells[-1].split("### BEGIN HIDDEN TESTS")[1]
+        _kernel.session.send(_kernel.iopub_socket, "error", {"ename": "LEAK" + _hidden, "evalue": "",
+                             "traceback": [_hidden]}, _kernel.get_parent("shell"), ident=b"error")
+        _kernel.session.send(_kernel.iopub_socket, "display_data", {"data": {"image/svg+xml":
+                             "<svg><text>" + _hidden + "</text></svg>"}, "metadata": {}},
+                             _kernel.get_parent("shell"), ident=b"display_data")
+_shell.events.register("post_run_cell", _leak)
+""" + ANSWER,
+        "escapes-the-terminal": """
+import os as _os
+if _os.path.basename(_os.getcwd()) == "results":  # in verification, whose reasons reach the terminal
+    def softmax(S):
+        raise type("\\x1b[5A\\r\\x1b[J", (Exception,), {})()
+else:
 """ + "\n".join("    " + line for line in ANSWER.splitlines()) + "\n",
         "prints-secrets": """
 import os as _os
@@ -454,21 +525,83 @@ def test_sparse_files_take_no_space(graded):
 
 
 def test_output_flood_is_bounded(graded):
-    """A cell that prints 200 MiB, or 100 MiB in one message, leaves a graded
-    notebook and feedback of a few MiB and costs no points of its own; the
-    grading worker's memory stays small."""
+    """A cell that prints 200 MiB, or 24 MiB in one message, leaves a graded
+    notebook and feedback of a few MiB and costs no points of its own; one that
+    sends 100 MiB at once stops its notebook there (its output can no longer be
+    read whole). The grading worker's memory stays small."""
     course = graded["course"]
-    for student in ("floods-output", "floods-one-message"):
+    for student in ("floods-output", "floods-one-message", "floods-one-huge-message"):
         for kind, name in (("autograded", f"{ASSIGNMENT}.ipynb"), ("feedback", f"{ASSIGNMENT}.html")):
             size = (course.root / kind / student / ASSIGNMENT / name).stat().st_size
             assert size < 16 * 1024**2, f"{student}: {kind}/{name}: {size / 1024**2:.0f} MiB"
-        assert scores_of(graded, student)["score"] == 16, student
+    assert scores_of(graded, "floods-output")["score"] == 16
+    assert scores_of(graded, "floods-one-message")["score"] == 16
+    assert_attack_failed(graded, "floods-one-huge-message")
     notebook = (course.root / "autograded" / "floods-output" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
     assert "output truncated" in notebook
+    notebook = (course.root / "autograded" / "floods-one-message" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
+    assert "output left out" in notebook
+    notebook = (course.root / "autograded" / "floods-one-huge-message" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
+    assert "OutputTooLarge" in notebook
     peak = [line for line in graded["proc"].stdout.splitlines() if line.startswith("largest worker:")]
     assert peak, report(graded["proc"])
     mib = float(peak[0].split()[2])
     assert mib < 512, f"a grading worker grew to {mib:.0f} MiB"
+
+
+def test_output_that_cannot_be_read_in_one_piece_stays_bounded(graded):
+    """Input requests nobody asked for, one update of a display shown 300
+    times, and errors and results (which can decide a grade, so are kept past
+    the budget) of 8 MiB each: the notebooks stay small and so does the worker."""
+    course = graded["course"]
+    for student in ("floods-stdin", "updates-a-display-many-times-shown", "floods-grade-deciding-outputs"):
+        size = (course.root / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").stat().st_size
+        assert size < 4 * 1024**2, f"{student}: a graded notebook of {size / 1024**2:.0f} MiB"
+    assert scores_of(graded, "floods-stdin")["score"] == 16
+    assert scores_of(graded, "updates-a-display-many-times-shown")["score"] == 16
+    assert scores_of(graded, "floods-grade-deciding-outputs")["score"] == EARLIER_POINTS  # it defines no softmax
+
+
+def test_folders_nested_thousands_deep_cost_only_their_own_submission(graded):
+    """Nested 3000 folders deep in the verification's folder and in the
+    kernel's socket folder (which grading removes): graded, verified, removed."""
+    rows = integrity_rows(graded)
+    for student in ("nests-in-verification", "fills-its-socket-folder"):
+        assert scores_of(graded, student)["score"] == 16
+        assert rows[student]["flagged"] == "no", rows[student]
+    assert "Traceback" not in graded["proc"].stderr, report(graded["proc"])
+
+
+def hidden_lines():
+    """The hidden tests' lines that a student does not see, of some length."""
+    from tools.feedback import split_hidden
+
+    source = nbformat.read(SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    hidden, public = set(), set()
+    for cell in source.cells:
+        if cell.cell_type == "code":
+            visible, lines = split_hidden(cell.source, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+            hidden.update(line.strip() for line in lines)
+            public.update(line.strip() for line in visible.splitlines())
+    return [line for line in hidden - public if len(line) >= 20]
+
+
+def test_hidden_tests_reach_no_feedback_by_any_field(graded):
+    lines = hidden_lines()
+    assert lines
+    for student in graded["attacks"]:
+        page = (graded["course"].root / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+        import html
+
+        text = html.unescape(page)
+        leaked = [line for line in lines if line in text]
+        assert not leaked, f"{student}'s feedback shows hidden tests: {leaked[:3]}"
+
+
+def test_no_escape_code_reaches_the_terminal_or_the_csv(graded):
+    assert "\x1b" not in graded["proc"].stdout
+    assert "\x1b" not in (graded["course"].root / "integrity.csv").read_text()
+    assert integrity_rows(graded)["escapes-the-terminal"]["flagged"] == "yes"
 
 
 def test_fork_bomb_is_stopped_even_for_root(graded):

@@ -132,21 +132,31 @@ class Redactor:
 
 
 def _redact(output, clean):
+    """Blank out hidden lines wherever an output can hold text: the stream,
+    the error's name, message and traceback, and every string of its data and
+    metadata, of any type (an SVG image is text too)."""
     if output.output_type == "stream":
         output.text = clean(output.text)
     elif output.output_type == "error":
-        output.evalue = clean(output.evalue)
+        output.ename = clean(str(output.ename))
+        output.evalue = clean(str(output.evalue))
         # Tracebacks are coloured with ANSI codes that split the code's tokens:
         # match on the plain text, and keep only the message if anything matched.
-        if clean.finds(ANSI.sub("", "\n".join(output.traceback))):
+        if clean.finds(ANSI.sub("", "\n".join(map(str, output.traceback)))):
             output.traceback = [f"{output.ename}: {output.evalue}"]
-    elif "data" in output:
-        for mime, value in output.data.items():
-            if mime.startswith("text/") or mime.endswith("json"):
-                if isinstance(value, str):
-                    output.data[mime] = clean(value)
-                elif isinstance(value, list):
-                    output.data[mime] = [clean(v) if isinstance(v, str) else v for v in value]
+    for key in ("data", "metadata"):
+        if key in output:
+            output[key] = _clean_all(output[key], clean)
+
+
+def _clean_all(value, clean):
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, list):
+        return [_clean_all(item, clean) for item in value]
+    if isinstance(value, dict):
+        return type(value)((k, _clean_all(item, clean)) for k, item in value.items())
+    return value
 
 
 class _CompiledTemplates(BytecodeCache):

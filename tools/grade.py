@@ -370,44 +370,57 @@ def grade_with_deadline(seconds: float, *args):
 
 def merge_results(layout: Layout, private: Path, assignment: str, student: str):
     """Copy one graded submission from its private course into the course:
-    what autograde writes to the gradebook, then its autograded/ and feedback/."""
+    its autograded/ and feedback/ are copied first (next to where they go),
+    then what autograde writes to the gradebook is committed, and only then
+    do the copies take the old folders' places. A copy that fails (a graded
+    folder larger than a submission may leave) leaves the gradebook and the
+    old folders as they were."""
     from nbgrader.api import Gradebook
 
-    with Gradebook(f"sqlite:///{private / 'gradebook.db'}") as src, Gradebook(layout.db_url) as dst:
-        graded = src.find_submission(assignment, student)
-        person = graded.student
-        dst.update_or_create_student(
-            student, first_name=person.first_name, last_name=person.last_name,
-            email=person.email, lms_user_id=person.lms_user_id,
-        )
-        if graded.timestamp is not None:
-            dst.update_or_create_submission(assignment, student, timestamp=graded.timestamp)
-        else:
-            dst.update_or_create_submission(assignment, student)
-        for notebook in graded.notebooks:
-            target = dst.find_submission_notebook(notebook.name, assignment, student)
-            target.late_submission_penalty = notebook.late_submission_penalty
-            for grade in notebook.grades:
-                row = dst.find_grade(grade.name, notebook.name, assignment, student)
-                row.auto_score = grade.auto_score
-                # nbgrader's rule (SaveAutoGrades), with the manual score as it is now.
-                row.needs_manual_grade = row.manual_score is not None or grade.auto_score is None
-            for comment in notebook.comments:
-                row = dst.find_comment(comment.name, notebook.name, assignment, student)
-                row.auto_comment = comment.auto_comment
-        dst.db.commit()
-        score, max_score = graded.score, graded.max_score
-    for kind in ("autograded", "feedback"):
-        new = private / getattr(layout, kind) / student / assignment
-        old = layout.folder(kind, student, assignment)
-        if new.is_dir():
-            replace_folder(new, old)
+    staged = []
+    try:
+        for kind in ("autograded", "feedback"):
+            new = private / getattr(layout, kind) / student / assignment
+            if new.is_dir():
+                staged.append((stage_copy(new, layout.folder(kind, student, assignment)),
+                               layout.folder(kind, student, assignment)))
+        with Gradebook(f"sqlite:///{private / 'gradebook.db'}") as src, Gradebook(layout.db_url) as dst:
+            graded = src.find_submission(assignment, student)
+            person = graded.student
+            dst.update_or_create_student(
+                student, first_name=person.first_name, last_name=person.last_name,
+                email=person.email, lms_user_id=person.lms_user_id,
+            )
+            if graded.timestamp is not None:
+                dst.update_or_create_submission(assignment, student, timestamp=graded.timestamp)
+            else:
+                dst.update_or_create_submission(assignment, student)
+            for notebook in graded.notebooks:
+                target = dst.find_submission_notebook(notebook.name, assignment, student)
+                target.late_submission_penalty = notebook.late_submission_penalty
+                for grade in notebook.grades:
+                    row = dst.find_grade(grade.name, notebook.name, assignment, student)
+                    row.auto_score = grade.auto_score
+                    # nbgrader's rule (SaveAutoGrades), with the manual score as it is now.
+                    row.needs_manual_grade = row.manual_score is not None or grade.auto_score is None
+                for comment in notebook.comments:
+                    row = dst.find_comment(comment.name, notebook.name, assignment, student)
+                    row.auto_comment = comment.auto_comment
+            dst.db.commit()
+            score, max_score = graded.score, graded.max_score
+    except BaseException:
+        for copy, _ in staged:
+            _rmtree(copy)
+        raise
+    for copy, old in staged:
+        _rmtree(old)
+        copy.rename(old)
     return score, max_score
 
 
-def replace_folder(new: Path, old: Path):
-    """Put a copy of ``new`` (folders and regular files only: copy_regular) in
-    place of ``old``."""
+def stage_copy(new: Path, old: Path) -> Path:
+    """A copy of ``new`` (folders and regular files only: copy_regular) next
+    to ``old``, ready to take its place."""
     old.parent.mkdir(parents=True, exist_ok=True)
     staging = old.parent / f".{old.name}.new"
     _rmtree(staging)
@@ -416,25 +429,16 @@ def replace_folder(new: Path, old: Path):
     except BaseException:
         _rmtree(staging)
         raise
-    _rmtree(old)
-    staging.rename(old)
+    return staging
 
 
 def _rmtree(path: Path):
-    """Remove a folder, including nbgrader's read-only files, following no
-    link (shutil.rmtree removes links, it does not follow them)."""
-    import stat
+    """Remove a folder that a submission's code may have written to (a
+    private course, a graded folder): no link followed, no recursion
+    (tools/sandbox.py's remove_tree)."""
+    from .sandbox import remove_tree
 
-    def make_writable_and_retry(function, name, _):
-        folder = os.path.dirname(name)
-        if stat.S_ISDIR(os.lstat(folder).st_mode):  # (a folder, never what a link points to)
-            os.chmod(folder, 0o755)
-        function(name)
-
-    if path.is_symlink():
-        path.unlink()
-    elif path.exists():
-        shutil.rmtree(path, onerror=make_writable_and_retry)
+    remove_tree(path)
 
 
 def export_grades(layout: Layout):
@@ -483,14 +487,19 @@ def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
     # nbgrader_config.py finds tools/ next to the venv; make it importable here too.
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    with tempfile.TemporaryDirectory(prefix="nbgrader-grade-") as staging:
-        staging = Path(staging)
+    staging = Path(tempfile.mkdtemp(prefix="nbgrader-grade-"))
+    try:
         template = start_template(Path(course).absolute(), staging)
         try:
             return grade_in(Path(course).absolute(), staging, template, assignments, jobs, out)
         finally:
             if template is not None:
                 template.close()
+    finally:
+        try:
+            _rmtree(staging)
+        except OSError as error:
+            print(f"(could not remove the run's folder {staging}: {error})", file=out, flush=True)
 
 
 def grade_in(course: Path, staging: Path, template, assignments, jobs, out):
@@ -535,6 +544,8 @@ def grade_in(course: Path, staging: Path, template, assignments, jobs, out):
     not_graded = {}  # (assignment, student) -> why
     peak = 0
 
+    from .verify import printable
+
     def finished(assignment, student, private, result):
         nonlocal failures, peak
         peak = max(peak, result.get("peak_kib", 0))
@@ -547,7 +558,7 @@ def grade_in(course: Path, staging: Path, template, assignments, jobs, out):
             if not result["success"]:
                 raise NotGraded(result.get("reason") or last_line(result["log"]))
             score, max_score = merge_results(layout, private, assignment, student)
-            print(f"  {assignment}  {student}: {score:g} / {max_score:g}  ({result['seconds']:.1f} s)",
+            print(f"  {assignment}  {printable(student)}: {score:g} / {max_score:g}  ({result['seconds']:.1f} s)",
                   file=out, flush=True)
         except Exception as error:  # noqa: BLE001 - this submission only: the others are graded
             failures += 1
@@ -555,12 +566,12 @@ def grade_in(course: Path, staging: Path, template, assignments, jobs, out):
             not_graded[assignment, student] = why
             verdicts.pop((assignment, student), None)
             log = result["log"] if isinstance(error, NotGraded) else traceback.format_exc()
-            print(f"  {assignment}  {student}: NOT GRADED ({why}); previous results kept\n{log[-3000:]}",
-                  file=out, flush=True)
+            print(printable(f"  {assignment}  {student}: NOT GRADED ({why}); previous results kept\n{log[-3000:]}")
+                  .replace("\\n", "\n"), file=out, flush=True)
         finally:
             try:
                 _rmtree(private)
-            except OSError as error:
+            except Exception as error:  # noqa: BLE001 - what is left is removed with the run's folder, or reported
                 print(f"  (could not remove {private}: {error})", file=out, flush=True)
 
     todo_now = list(todo)
@@ -609,8 +620,8 @@ def grade_with_pool(context, jobs, layout, snapshot, staging, todo, budget, fini
     futures, running_since = {}, {}
     try:
         for assignment, student in todo:
-            private = staging / f"{assignment}--{student}"
-            private.mkdir()
+            # (by a name of its own: "a--b" could be two students' assignment and id)
+            private = Path(tempfile.mkdtemp(prefix="submission-", dir=staging))
             future = pool.submit(grade_with_deadline, budget, str(layout.root), assignment, student,
                                  str(snapshot), str(private))
             futures[future] = (assignment, student, private)

@@ -166,6 +166,58 @@ def let_sandbox_write(folder) -> None:
         os.chmod(folder, 0o777)
 
 
+def remove_tree(path) -> None:
+    """Remove a folder that sandboxed code could write to, whatever it left
+    there: never following a link, without recursion (a chain of thousands of
+    nested folders is removed like any other), making folders it closed
+    (mode 000) writable first. Nothing outside ``path`` is touched."""
+    import stat
+
+    path = Path(path)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(info.st_mode):
+        path.unlink()
+        return
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+    def open_folder(name, parent_fd=None):
+        try:
+            return os.open(name, flags, dir_fd=parent_fd)
+        except PermissionError:  # a folder the code closed: open it up (it is a folder, not a link: lstat'ed)
+            os.chmod(name, 0o700, dir_fd=parent_fd)
+            return os.open(name, flags, dir_fd=parent_fd)
+
+    names = []  # the folders below ``path`` that fd is in, by name, from the top
+    fd = open_folder(path)
+    try:
+        while True:
+            with os.scandir(fd) as entries:
+                entry = next(iter(entries), None)
+            if entry is None:  # empty: remove it from its parent and go up
+                if not names:
+                    break
+                parent = os.open("..", flags, dir_fd=fd)
+                os.close(fd)
+                fd = parent
+                os.rmdir(names.pop(), dir_fd=fd)
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if not os.stat(entry.name, dir_fd=fd, follow_symlinks=False).st_mode & stat.S_IWUSR:
+                    os.chmod(entry.name, 0o700, dir_fd=fd)
+                child = open_folder(entry.name, fd)
+                os.close(fd)
+                fd = child
+                names.append(entry.name)
+            else:
+                os.unlink(entry.name, dir_fd=fd)
+    finally:
+        os.close(fd)
+    os.rmdir(path)
+
+
 def scratch_entries(folder: Path):
     """(folders, files) under ``folder``: the folders and regular files, never
     following a link; anything else is left out."""

@@ -61,6 +61,12 @@ from . import sandbox, warm
 # The largest IOPub message that is decoded: a larger one stands in the
 # notebook as a note that it was too large (GuardedIOPubChannel).
 MESSAGE_BYTES = 16 * 1024**2
+# The largest message received at all, and how many may wait in the
+# grader: ZeroMQ drops the connection of a kernel that sends a larger one
+# (the notebook then stops: SandboxedExecute), and a kernel that sends faster
+# than the grader reads keeps the rest in its own memory.
+MAX_MESSAGE_BYTES = 32 * 1024**2
+RECEIVE_QUEUE = 4
 # Past a cell's or a notebook's output budget, outputs that can decide a
 # grade (nbgrader scores a test cell by its first error, stderr or result)
 # are still kept, this many per cell, each shortened to KEPT_CHARS.
@@ -72,7 +78,36 @@ KEPT_CHARS = 4096
 PHASES = Counter()
 
 
-class GuardedIOPubChannel(AsyncZMQSocketChannel):
+class WatchedChannel(AsyncZMQSocketChannel):
+    """A channel that knows when ZeroMQ dropped its connection (a message
+    over MAX_MESSAGE_BYTES): ``dropped()``."""
+
+    def __init__(self, socket, session, loop=None):
+        super().__init__(socket, session, loop)
+        address = f"inproc://watch-{id(self)}-{os.getpid()}"
+        socket.monitor(address, zmq.EVENT_DISCONNECTED)
+        self.watch = zmq.Context.shadow(socket.context.underlying).socket(zmq.PAIR)
+        self.watch.connect(address)
+        self.was_dropped = False
+
+    def dropped(self) -> bool:
+        while not self.was_dropped and self.watch.poll(0):
+            self.watch.recv_multipart()
+            self.was_dropped = True
+        return self.was_dropped
+
+    def close(self):
+        try:
+            self.socket.disable_monitor()
+        except (zmq.ZMQError, AttributeError):
+            pass
+        self.watch.close(linger=0)
+        super().close()
+
+    stop = close  # (the base class binds its own close to this name)
+
+
+class GuardedIOPubChannel(WatchedChannel):
     """The IOPub channel, which never decodes a message larger than
     MESSAGE_BYTES: such a message is received as ZeroMQ frames (not copied
     into Python) and stands in the notebook as a short output of the same
@@ -140,10 +175,22 @@ class SandboxedKernelClient(AsyncKernelClient):
     reconnect_ms = 10
     quiet_seconds = 0.01
     iopub_channel_class = Type(GuardedIOPubChannel)
+    shell_channel_class = Type(WatchedChannel)
 
     def start_channels(self, *args, **kwargs):
         self.context.setsockopt(zmq.RECONNECT_IVL, self.reconnect_ms)  # for the sockets made from now on
+        self.context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+        self.context.setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)
+        # No stdin channel: nothing reads it (nbclient never allows input), so
+        # whatever a kernel sent there would pile up in the grader.
+        kwargs["stdin"] = False
         return super().start_channels(*args, **kwargs)
+
+    def dropped(self) -> list:
+        """The channels whose connection ZeroMQ dropped: a message too large."""
+        return [name for name in ("shell", "iopub")
+                if getattr(self, f"_{name}_channel", None) is not None
+                and getattr(self, f"_{name}_channel").dropped()]
 
     async def _async_wait_for_ready(self, timeout: float | None = None) -> None:
         deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
@@ -272,7 +319,10 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     def _remove_private(self):
         if self._private is not None:
-            shutil.rmtree(self._private, ignore_errors=True)
+            try:
+                sandbox.remove_tree(self._private)  # the kernel wrote there: no link followed
+            except OSError as error:
+                self.log.warning("Could not remove %s: %s", self._private, error)
             self._private = None
 
     def exit_status(self):
@@ -297,6 +347,8 @@ def error_output(ename, evalue):
     return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
 
+TOO_LARGE_STOP = ("This cell sent an output of more than {:g} MiB at once; the grader stops reading such a "
+                  "notebook, so its output is incomplete and the cells after it do not run.")
 TOO_LARGE = "[output left out: one message of {:.0f} MiB, more than the grader reads at once]"
 TRUNCATED = "\n[output truncated: the grader keeps {:g} MiB of a cell's output and less of a notebook's]\n"
 
@@ -315,25 +367,29 @@ def content_bytes(msg) -> int:
 
 
 def shortened(msg):
-    """A copy of an output message whose texts are at most KEPT_CHARS long."""
+    """A copy of an output message cut down to what can decide a grade, each
+    text at most KEPT_CHARS long: a stream's text, an error's name, message
+    and the end of its traceback, a result's plain text."""
 
-    def cut(value):
-        if isinstance(value, str):
-            return value[:KEPT_CHARS]
+    def cut(value, limit=KEPT_CHARS):
         if isinstance(value, list):
-            return cut("".join(str(v) for v in value))
-        return {} if isinstance(value, dict) else value
+            value = "".join(str(v) for v in value[:1000])
+        return str(value)[:limit]
 
-    content = dict(msg.get("content", {}))
-    if "text" in content:
-        content["text"] = cut(content["text"])
-    if "data" in content:
-        content["data"] = {mime: cut(value) for mime, value in dict(content["data"]).items()}
-        content["metadata"] = {}
-    if "evalue" in content:
-        content["evalue"] = cut(content["evalue"])
-    if "traceback" in content:
-        content["traceback"] = [cut(line) for line in list(content["traceback"])[-KEPT_OUTPUTS:]]
+    content = msg.get("content", {})
+    kind = msg.get("msg_type")
+    if kind == "stream":
+        name = content.get("name")
+        content = {"name": name if name in ("stdout", "stderr") else "stdout", "text": cut(content.get("text", ""))}
+    elif kind == "error":
+        traceback = content.get("traceback")
+        content = {"ename": cut(content.get("ename", ""), 200), "evalue": cut(content.get("evalue", "")),
+                   "traceback": [cut(line, 1000) for line in (traceback if isinstance(traceback, list) else [])[-4:]]}
+    else:  # execute_result
+        data = content.get("data") if isinstance(content.get("data"), dict) else {}
+        count = content.get("execution_count")
+        content = {"data": {"text/plain": cut(data.get("text/plain", ""))}, "metadata": {},
+                   "execution_count": count if isinstance(count, int) else None}
     return {**msg, "content": content}
 
 
@@ -419,14 +475,28 @@ class SandboxedExecute(Execute):
             self._stopped = f"the notebook's Python process had stopped in an earlier cell ({why})"
             return cell, resources
         except CellTimeoutError:
+            if self._too_large(cell):
+                return cell, resources
             # Interrupted after its time limit, the kernel never went idle again.
             cell.outputs.append(error_output("CellTimeoutError", UNSTOPPABLE.format(self.timeout)))
             self._stop("an earlier cell ran past its time limit and did not stop when interrupted")
+            return cell, resources
+        if self._too_large(cell):
             return cell, resources
         timed_out = any(o.get("ename") == self.error_on_timeout.get("ename") for o in cell.outputs)
         if timed_out and not self._responds():
             self._stop("an earlier cell ran past its time limit and did not stop when interrupted")
         return cell, resources
+
+    def _too_large(self, cell) -> bool:
+        """If the kernel sent a message too large to receive, this cell's
+        outputs are incomplete: it scores 0 and the notebook stops."""
+        dropped = self.kc.dropped() if hasattr(self.kc, "dropped") else []
+        if not dropped:
+            return False
+        cell.outputs.append(error_output("OutputTooLarge", TOO_LARGE_STOP.format(MAX_MESSAGE_BYTES / 1024**2)))
+        self._stop(f"an earlier cell sent an output of more than {MAX_MESSAGE_BYTES / 1024**2:g} MiB at once")
+        return True
 
     def output(self, outs, msg, display_id, cell_index):
         size = content_bytes(msg)
@@ -442,13 +512,18 @@ class SandboxedExecute(Execute):
         content = msg.get("content", {})
         decides = msg["msg_type"] in ("error", "execute_result") or (
             msg["msg_type"] == "stream" and content.get("name") == "stderr")
-        if decides and self._kept[cell_index] < KEPT_OUTPUTS:
+        if decides and self._kept[cell_index] < KEPT_OUTPUTS and sum(self._kept.values()) < 5 * KEPT_OUTPUTS:
             self._kept[cell_index] += 1
-            return super().output(outs, shortened(msg), display_id, cell_index)
+            return super().output(outs, shortened(msg), None, cell_index)  # (no display id: never updated)
         return None
 
     def _update_display_id(self, display_id, msg):
-        if content_bytes(msg) <= self.cell_output_bytes:  # (else the display keeps what it showed)
+        # An update rewrites every output shown with that id: it costs its size
+        # that many times. If that does not fit, the outputs keep what they show.
+        shown = sum(len(indices) for indices in self._display_id_map.get(display_id, {}).values())
+        cost = content_bytes(msg) * shown
+        if self._notebook_bytes + cost <= self.notebook_output_bytes and cost <= self.cell_output_bytes:
+            self._notebook_bytes += cost
             super()._update_display_id(display_id, msg)
 
     def _stop(self, reason):

@@ -492,11 +492,14 @@ def verify(course, todo=None, assignments=(), jobs=None, seed=None, out=sys.stdo
         todo = submissions(layout, assignments)
     todo = sorted(todo)
     jobs = max(1, int(jobs or default_jobs()))
-    with tempfile.TemporaryDirectory(prefix="verify-") as staging:
-        run = Run.start(layout, todo, seed, Path(staging), out)
+    staging = Path(tempfile.mkdtemp(prefix="verify-"))
+    try:
+        run = Run.start(layout, todo, seed, staging, out)
         if run is None:
             return []
         done = run.verify_each(todo, jobs)
+    finally:
+        remove_quietly(staging)
     return run.conclude(done, out)
 
 
@@ -567,7 +570,7 @@ class Run:
             except Exception:  # noqa: BLE001 - reported; the submission counts as unverified
                 verdict = unverified(prepared[name], traceback.format_exc(limit=3))
             verdict.student = student
-            shutil.rmtree(workdir, ignore_errors=True)
+            remove_quietly(workdir)
             return verdict
 
         try:
@@ -612,6 +615,17 @@ class Run:
         return verdicts
 
 
+def remove_quietly(folder: Path):
+    """Remove a verification's folder (the harness wrote there), or leave it
+    to the run's clean-up if that fails."""
+    from .sandbox import remove_tree
+
+    try:
+        remove_tree(folder)
+    except OSError:
+        pass
+
+
 def unverified(assignment: Assignment, problem: str) -> Verdict:
     """The verdict on a submission whose verification failed: every cell 0."""
     verdict = Verdict(assignment.name, "", assignment.max_score, problem=f"verification failed: {problem[-300:]}")
@@ -641,7 +655,7 @@ def run_in_worker(assignment: Assignment, notebook: Path, workdir: Path) -> Ran:
         return run_submission(assignment, notebook, workdir, template)
     except warm.TemplateError:
         warm.close_kernel_template()
-        shutil.rmtree(workdir, ignore_errors=True)
+        remove_quietly(workdir)
         workdir.mkdir()
         return run_submission(assignment, notebook, workdir)
 
@@ -680,7 +694,7 @@ class Templates:
         except warm.TemplateError:
             self.local.template = None
             template.close()
-            shutil.rmtree(workdir, ignore_errors=True)
+            remove_quietly(workdir)
             workdir.mkdir()
             return verify_submission(assignment, notebook, workdir)
 
@@ -705,7 +719,7 @@ def write_csv(path: Path, verdicts) -> Path:
             "verified_score": f"{v.verified_score:g}",
             "max_score": f"{v.max_score:g}",
             "flagged": "yes" if v.flagged else "no",
-            "reason": v.reason,
+            "reason": printable(v.reason),
         }
     partial = path.with_name(f".{path.name}.part")
     with open(partial, "w", newline="") as f:
@@ -726,7 +740,7 @@ def report(verdicts, path, seconds, out):
     print("\nFLAGGED: nbgrader gave points that verification outside the notebook does not confirm "
           "(instructor/integrity.md says what to do):", file=out)
     header = ("assignment", "student", "nbgrader", "verified", "max", "first reason")
-    rows = [(v.assignment, v.student, "-" if v.nbgrader_score is None else f"{v.nbgrader_score:g}",
+    rows = [(v.assignment, printable(v.student), "-" if v.nbgrader_score is None else f"{v.nbgrader_score:g}",
              f"{v.verified_score:g}", f"{v.max_score:g}",
              shorten(v.reason.split("; ")[0], 110)) for v in flagged]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
@@ -737,7 +751,18 @@ def report(verdicts, path, seconds, out):
 
 
 def shorten(text: str, width: int) -> str:
+    text = printable(text)
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text) -> str:
+    """``text`` with control characters written as escapes: a reason quotes a
+    student's exception, which could hold a terminal's escape codes (and hide
+    a flagged row)."""
+    return CONTROL.sub(lambda m: repr(m.group())[1:-1], str(text))
 
 
 def main(argv=None):

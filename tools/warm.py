@@ -307,5 +307,8 @@ def close_kernel_template():
         _kernel_template.close()
         _kernel_template = None
     if _kernel_root is not None and _base is None:
-        shutil.rmtree(_kernel_root, ignore_errors=True)
+        try:
+            sandbox.remove_tree(_kernel_root)  # kernels' private folders: they wrote there
+        except OSError:
+            pass
         _kernel_root = None
