@@ -7,16 +7,20 @@ processes behind or use the network. `make grade` runs each kernel in a
 bubblewrap sandbox (tools/sandbox.py, tools/sandboxed_kernel.py).
 
 One `make grade` run over a small temporary course grades one submission per
-attack next to two honest ones, and each test checks one attack; the attack
-on the gradebook gets a course of its own, so that, without the sandbox, it
-cannot hide the outcome of the others. Every attack sits in the `softmax`
-solution cell of ex01_by_hand and would earn the points of the two tests that
-need `softmax` (test_softmax, test_self_attention) if it worked. With the
-sandbox it must cost exactly those points, leave the four earlier tests'
-8 points alone, and change nothing for anyone else.
+attack next to two honest ones, and each test checks one attack (without the
+sandbox, the attacks on the gradebook make every test fail at once). Every
+attack sits in the `softmax` solution cell of ex01_by_hand. Those that aim at
+a grade would earn the points of the two tests that need `softmax`
+(test_softmax, test_self_attention) if they worked: with the sandbox they must
+cost exactly those points and leave the four earlier tests' 8 points alone.
+Those that aim at the grader itself (``leftovers``: what a kernel leaves in
+its folder, floods, forks, secrets, hidden tests smuggled into outputs) may
+cost at most their own points, most of them none. None may change anything
+for anyone else.
 
 Run with GRADING_SANDBOX=off to see stock nbgrader fail these tests. The last
-tests check `sandboxed_command`, the building block, on its own.
+tests check the building blocks on their own: `sandboxed_command`, the copy of
+a submission's folder, a submission's deadline.
 """
 
 import os
@@ -64,7 +68,7 @@ def attacks(course_root: Path, port: int, token: str, host: Path):
     the attack worked; ``leftovers`` below adds those that leave something in
     the kernel's folder for the grader to trip over."""
     solution = f"solutions/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
-    return {**leftovers(course_root, host), **{
+    return {**leftovers(course_root, host), "overwrites-gradebook": overwrite_gradebook(course_root), **{
         "reads-solution": f"""
 import json as _json
 for _path in ["../../../{solution}", "{course_root}/{solution}", "{ROOT}/{solution}"]:
@@ -618,16 +622,13 @@ def test_no_secret_of_the_grader_reaches_a_notebook(graded):
         assert value.encode() not in everything, f"{name} reached a notebook"
 
 
-def test_submission_cannot_overwrite_the_gradebook(tmp_path):
-    require_sandbox("the sandbox tests")
-    attack = {"overwrites-gradebook": overwrite_gradebook(tmp_path)}
-    course, proc, scores = grade_course(tmp_path, attack, honest=["solution"])
-    assert not isinstance(scores, Exception), f"one student wiped the class's grades: {scores}\n{report(proc)}"
-    assert proc.returncode == 0, report(proc)
-    assert scores["solution"]["score"] == 16
+def test_submission_cannot_overwrite_the_gradebook(graded):
+    assert not isinstance(graded["scores"], Exception), (
+        f"one student wiped the class's grades: {graded['scores']}\n{report(graded['proc'])}")
+    assert scores_of(graded, "solution")["score"] == 16
     # Its writes failed quietly, so the rest of its cell ran: full marks.
-    assert scores["overwrites-gradebook"]["score"] == 16
-    assert "overwrites-gradebook" in (tmp_path / "grades.csv").read_text()
+    assert scores_of(graded, "overwrites-gradebook")["score"] == 16
+    assert "overwrites-gradebook" in (graded["course"].root / "grades.csv").read_text()
 
 
 # --- sandboxed_command, the building block -------------------------------------
