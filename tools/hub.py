@@ -209,9 +209,13 @@ def build_view(covered, shown, private_tmp):
     _mount(None, "/", None, MS_REC | MS_PRIVATE)  # mounts made here stay here
     # Handles on what is shown, taken in the new namespace before the covers hide it.
     handles = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in shown}
-    for folder in covered:
-        _mount("hub-view", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=1024")
     umask = os.umask(0o022)
+    if private_tmp:  # first: a repository cloned under /tmp is then covered and shown inside it
+        for folder in ("/tmp", "/dev/shm"):
+            _mount("hub-tmp", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
+    for folder in covered:
+        os.makedirs(folder, exist_ok=True)  # (gone from a fresh /tmp)
+        _mount("hub-view", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=1024")
     for path, writable in shown.items():
         os.makedirs(path, exist_ok=True)  # in the cover's empty folder
         _mount(f"/proc/self/fd/{handles[path]}", path, None, MS_BIND | MS_REC)
@@ -221,9 +225,6 @@ def build_view(covered, shown, private_tmp):
     os.umask(umask)
     for folder in covered:
         _mount(None, folder, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    if private_tmp:
-        for folder in ("/tmp", "/dev/shm"):
-            _mount("hub-tmp", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
 
 
 def enter(argv):
