@@ -53,6 +53,7 @@ $(STAMP): requirements.txt | $(BIN)/python
 	$(if $(TORCH_INDEX),$(BIN)/python -m pip install --disable-pip-version-check \
 	  --no-deps --index-url $(TORCH_INDEX) $(TORCH_PIN))
 	$(BIN)/python -m pip install --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install --disable-pip-version-check --no-deps --no-build-isolation --editable .
 	touch $@
 
 book: $(STAMP)

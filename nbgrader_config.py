@@ -17,7 +17,6 @@ Beyond stock nbgrader, this file switches on the course's two protections
 """
 
 import os
-import sys
 
 c = get_config()  # noqa: F821 (provided by nbgrader when it reads this file)
 
@@ -59,14 +58,8 @@ c.Execute.timeout = 30
 c.Execute.interrupt_on_timeout = True
 c.SandboxedExecute.notebook_timeout = 300
 
-# The course's additions to nbgrader are in tools/, next to this file or, for
-# a copy of this file in a temporary course folder, next to the virtual
-# environment that runs nbgrader.
-for folder in (HERE, os.path.dirname(sys.prefix)):
-    if os.path.isfile(os.path.join(folder, "tools", "sandboxed_kernel.py")):
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
-        break
+# The course's additions to nbgrader (tools.*, named below) are a package that
+# `make venv` installs into the course's virtual environment (pyproject.toml).
 
 # The sandbox: each kernel may use 2 GiB of memory per process and 120 s of
 # CPU time in all, may write only to its own folder, and sees no network.

@@ -42,11 +42,9 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from tools.grade import default_jobs  # noqa: E402
-from tools.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code  # noqa: E402
-from tools.paths import EXERCISES, ROOT, SOLUTIONS, WRONG_IMPLEMENTATIONS, assignments  # noqa: E402
+from tools.course_settings import default_jobs
+from tools.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code
+from tools.paths import EXERCISES, ROOT, SOLUTIONS, WRONG_IMPLEMENTATIONS, assignments
 
 
 def stock_config() -> str:

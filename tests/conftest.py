@@ -15,12 +15,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from tools.book import build  # noqa: E402
-from tools.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code  # noqa: E402
-from tools.paths import BIN, ROOT, SOLUTIONS, WRONG_IMPLEMENTATIONS, assignments  # noqa: E402
-from tools.sandbox import SandboxUnavailable, check_available  # noqa: E402
+from tools.book import build
+from tools.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code
+from tools.paths import BIN, ROOT, SOLUTIONS, WRONG_IMPLEMENTATIONS, assignments
+from tools.sandbox import SandboxUnavailable, check_available
 
 # Every nbgrader call needs the venv's `alembic` on PATH.
 os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"

@@ -55,74 +55,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from .course_settings import CONFIG_FILE, CourseSettings, Layout, course_directory, default_jobs
 from .paths import BIN, ROOT
-
-CONFIG_FILE = "nbgrader_config.py"
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Where a course keeps things, as its nbgrader_config.py says."""
-
-    root: Path
-    source: str
-    submitted: str
-    autograded: str
-    feedback: str
-    db_url: str
-
-    @classmethod
-    def of(cls, root: Path) -> "Layout":
-        coursedir = course_directory(root)
-        return cls(
-            root=Path(root),
-            source=coursedir.source_directory,
-            submitted=coursedir.submitted_directory,
-            autograded=coursedir.autograded_directory,
-            feedback=coursedir.feedback_directory,
-            db_url=coursedir.db_url,
-        )
-
-    @property
-    def db_path(self) -> Path:
-        if not self.db_url.startswith("sqlite:///"):
-            raise SystemExit(f"make grade supports an SQLite gradebook only; this course uses {self.db_url}")
-        return Path(self.db_url[len("sqlite:///"):])
-
-    def folder(self, kind: str, student: str, assignment: str) -> Path:
-        return self.root / getattr(self, kind) / student / assignment
-
-
-def load_config(root: Path):
-    from traitlets.config.loader import PyFileConfigLoader
-
-    if not (Path(root) / CONFIG_FILE).is_file():
-        raise SystemExit(f"{root} is not a course folder: it has no {CONFIG_FILE}")
-    config = PyFileConfigLoader(CONFIG_FILE, path=str(root)).load_config()
-    config.CourseDirectory.root = str(Path(root).absolute())
-    return config
-
-
-def course_directory(root: Path, **overrides):
-    from nbgrader.coursedir import CourseDirectory
-
-    config = load_config(root)
-    for name, value in overrides.items():
-        setattr(config.CourseDirectory, name, value)
-    return CourseDirectory(config=config)
-
-
-def submissions(layout: Layout, assignments=()):
-    """[(assignment, student)] for every submission folder, sorted."""
-    base = layout.root / layout.submitted
-    found = []
-    if base.is_dir():
-        for student in sorted(p.name for p in base.iterdir() if p.is_dir()):
-            for folder in sorted(p for p in (base / student).iterdir() if p.is_dir()):
-                if (not assignments or folder.name in assignments) and any(folder.glob("*.ipynb")):
-                    found.append((folder.name, student))
-    return sorted(found)
-
 
 def record_assignments(layout: Layout, names):
     """Make sure the gradebook knows every assignment in ``names`` (nbgrader's
@@ -234,18 +168,31 @@ def copy_regular(source: Path, target: Path, *, max_bytes=COPY_BYTES, max_files=
 
 # --- the workers ------------------------------------------------------------
 
-# Set by grade() before the workers are forked, read by them: the modules
-# their templates import, and this run's verification (tools/verify.py's Run)
-# or None.
-_RUN = {"preload": ["torch"], "verification": None}
+@dataclass(frozen=True)
+class WorkerRun:
+    """What every grading worker of one run is handed when it starts
+    (``start_worker``): the modules a template it starts itself imports, and
+    the run's verification (tools/verify.py's ``Verification``) or None."""
+
+    preload: tuple = ("torch",)
+    verification: object = None
 
 
-def grade_in_private_course(course_root: str, assignment: str, student: str, snapshot: str, workdir: str):
+# This worker's run, set by start_worker when the pool starts the process.
+_WORKER = WorkerRun()
+
+
+def start_worker(run: WorkerRun):
+    """The pool's initializer: each worker process keeps its run."""
+    global _WORKER
+    _WORKER = run
+
+
+def grade_in_private_course(layout: Layout, assignment: str, student: str, snapshot: str, workdir: str):
     """Autograde one submission and generate its feedback in a private copy of
     the course under ``workdir``. Runs in a worker process. Returns a dict:
     success, log, seconds."""
     start = time.monotonic()
-    layout = Layout.of(Path(course_root))
     private = Path(workdir)
     from . import warm
     from .sandboxed_kernel import PHASES
@@ -255,7 +202,7 @@ def grade_in_private_course(course_root: str, assignment: str, student: str, sna
     # starts its own, importing what the course needs.
     warm.set_kernel_roots([private.parent], base=private.parent)
     if not warm.kernel_template_running():
-        warm.set_kernel_preload(_RUN["preload"])
+        warm.set_kernel_preload(list(_WORKER.preload))
     before = dict(PHASES)
     shutil.copy(layout.root / CONFIG_FILE, private / CONFIG_FILE)
     source = layout.root / layout.source / assignment
@@ -305,14 +252,14 @@ def grade_in_private_course(course_root: str, assignment: str, student: str, sna
     for name, seconds in PHASES.items():
         phases[name] = seconds - before.get(name, 0.0)
     ran = None
-    verification = _RUN["verification"]
+    verification = _WORKER.verification
     if verification is not None and assignment in verification.prepared:
-        from .verify import run_in_worker
+        from .verify import run_checks_in_worker
 
         started = time.monotonic()
         notebook = private / layout.submitted / student / assignment / verification.prepared[assignment].notebook
         try:
-            ran = run_in_worker(verification.prepared[assignment], notebook, private / "verification")
+            ran = run_checks_in_worker(verification.prepared[assignment], notebook, private / "verification")
         except Exception:  # noqa: BLE001 - then it is verified after grading
             log.write(traceback.format_exc())
         phases["verification"] = time.monotonic() - started
@@ -441,23 +388,20 @@ def _rmtree(path: Path):
     remove_tree(path)
 
 
-def export_grades(layout: Layout):
+def export_grades(settings: CourseSettings):
     """grades.csv in the course folder: nbgrader's CSV export of the gradebook."""
     from nbgrader.api import Gradebook
     from nbgrader.plugins import CsvExportPlugin
 
-    plugin = CsvExportPlugin(config=load_config(layout.root))
+    layout = settings.layout
+    plugin = CsvExportPlugin(config=settings.config)
     plugin.to = str(layout.root / "grades.csv")
     with Gradebook(layout.db_url) as gb:
         plugin.export(gb)
     return layout.root / "grades.csv"
 
 
-def default_jobs():
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def start_template(root: Path, staging: Path):
+def start_template(settings: CourseSettings, staging: Path, preload):
     """The warm template (tools/warm.py) that every worker of this run forks
     its kernels and verifications from, started now, before anything else:
     it imports (PyTorch, ipykernel) while this process reads the course and
@@ -467,13 +411,9 @@ def start_template(root: Path, staging: Path):
 
     if not warm.enabled():
         return None
-    config = load_config(root)
-    memory = config.SandboxedKernelManager.get("memory_bytes", 2 * 1024**3)
-    source = root / config.CourseDirectory.get("source_directory", "source")
-    # It imports what the course's assignments need (PyTorch if any uses it).
-    _RUN["preload"] = warm.preload_for(*source.glob("*/*.ipynb"))
     try:
-        return warm.Template([staging], memory_bytes=memory, base=staging, preload=_RUN["preload"], wait=False)
+        return warm.Template([staging], memory_bytes=settings.memory_bytes, base=staging, preload=preload,
+                             wait=False)
     except Exception:  # noqa: BLE001 - (no sandbox here: grading says so)
         return None
 
@@ -484,14 +424,16 @@ def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
     # nbgrader's gradebook code trips SQLAlchemy 2's warnings; they say nothing about the grades.
     warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
-    # nbgrader_config.py finds tools/ next to the venv; make it importable here too.
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
+    settings = CourseSettings.read(course)  # the course's settings, read once for the whole run
+    # The template and every worker import what the course's assignments need (PyTorch if any uses it).
+    from . import warm
+
+    preload = tuple(warm.preload_for(*settings.source_folder.glob("*/*.ipynb")))
     staging = Path(tempfile.mkdtemp(prefix="nbgrader-grade-"))
     try:
-        template = start_template(Path(course).absolute(), staging)
+        template = start_template(settings, staging, preload)
         try:
-            return grade_in(Path(course).absolute(), staging, template, assignments, jobs, out)
+            return grade_in(settings, staging, template, preload, assignments, jobs, out)
         finally:
             if template is not None:
                 template.close()
@@ -502,10 +444,10 @@ def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
             print(f"(could not remove the run's folder {staging}: {error})", file=out, flush=True)
 
 
-def grade_in(course: Path, staging: Path, template, assignments, jobs, out):
+def grade_in(settings: CourseSettings, staging: Path, template, preload, assignments, jobs, out):
     """grade(), with the run's staging folder and its warm template (or None)."""
-    layout = Layout.of(course)
-    todo = submissions(layout, assignments)
+    layout = settings.layout
+    todo = layout.submissions(assignments)
     jobs = max(1, int(jobs or default_jobs()))
     if not todo:
         wanted = " or ".join(assignments) or "any assignment"
@@ -521,14 +463,16 @@ def grade_in(course: Path, staging: Path, template, assignments, jobs, out):
     started = time.monotonic()
     snapshot = staging / "gradebook.db"
     snapshot_gradebook(layout, snapshot)
+    verification = None
     if os.environ.get("GRADING_VERIFY", "on") != "off":
-        from .verify import Run
+        from .verify import Verification
 
         # Each worker verifies the submission it has just graded (in a child
         # of the same template); what no worker verified is verified after
         # grading, as before.
         (staging / "verification").mkdir()
-        _RUN["verification"] = Run.start(layout, todo, None, staging / "verification", out, alongside=True)
+        verification = Verification.start(settings, todo, None, staging / "verification", out, alongside=True)
+    worker_run = WorkerRun(preload=preload, verification=verification)
     # fork: the workers start with nbgrader already imported, and share the template.
     import nbgrader.converters  # noqa: F401
 
@@ -540,7 +484,7 @@ def grade_in(course: Path, staging: Path, template, assignments, jobs, out):
             warm.share_kernel_template(template)
         except warm.TemplateError as error:
             print(f"(no shared warm template: {error}; each worker starts its own)", file=out, flush=True)
-    budget = submission_seconds(layout)
+    budget = settings.submission_seconds
     not_graded = {}  # (assignment, student) -> why
     peak = 0
 
@@ -553,7 +497,7 @@ def grade_in(course: Path, staging: Path, template, assignments, jobs, out):
             phases[name] = phases.get(name, 0.0) + seconds
         try:
             if result.get("ran") is not None:
-                verdicts[assignment, student] = _RUN["verification"].judge(
+                verdicts[assignment, student] = verification.judge(
                     assignment, student, result["ran"], private / "verification")
             if not result["success"]:
                 raise NotGraded(result.get("reason") or last_line(result["log"]))
@@ -577,17 +521,17 @@ def grade_in(course: Path, staging: Path, template, assignments, jobs, out):
     todo_now = list(todo)
     context = multiprocessing.get_context("fork")
     while todo_now:  # one pass, unless a submission overruns its time and its worker must be stopped
-        todo_now = grade_with_pool(context, jobs, layout, snapshot, staging, todo_now, budget, finished,
+        todo_now = grade_with_pool(context, jobs, worker_run, layout, snapshot, staging, todo_now, budget, finished,
                                    not_graded, out)
     warm.close_kernel_template()
-    csv = export_grades(layout)
+    csv = export_grades(settings)
     elapsed = time.monotonic() - started
     print(f"graded {len(todo) - failures} of {len(todo)} in {elapsed:.1f} s; feedback in "
           f"{layout.root / layout.feedback}; grades exported to {csv}", file=out, flush=True)
     print("worker seconds per phase, all submissions: "
           + "; ".join(f"{name} {seconds:.1f}" for name, seconds in phases.items()), file=out, flush=True)
     print(f"largest worker: {peak / 1024:.0f} MiB of memory", file=out, flush=True)
-    run, _RUN["verification"] = _RUN["verification"], None
+    run = verification
     if run is not None:
         run.seconds = phases.get("verification", 0.0)
         done = list(verdicts.values())
@@ -600,29 +544,20 @@ class NotGraded(Exception):
     pass
 
 
-def submission_seconds(layout: Layout) -> float:
-    """How long one submission may take in a worker: its notebook's time,
-    its verification's and a margin for nbgrader's own work."""
-    from .verify import Limits
-
-    config = load_config(layout.root)
-    notebook = config.SandboxedExecute.get("notebook_timeout", 300) if "SandboxedExecute" in config else 300
-    return float(notebook) + Limits.of_course(layout.root).run_seconds + 120.0
-
-
-def grade_with_pool(context, jobs, layout, snapshot, staging, todo, budget, finished, not_graded, out):
+def grade_with_pool(context, jobs, worker_run, layout, snapshot, staging, todo, budget, finished, not_graded, out):
     """Grade ``todo`` with ``jobs`` workers; return the submissions still to
     grade if a worker had to be stopped (one that ran past ``budget`` and a
     grace period despite its own deadline), else []."""
     from concurrent.futures import FIRST_COMPLETED, wait
 
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context)
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=start_worker,
+                               initargs=(worker_run,))
     futures, running_since = {}, {}
     try:
         for assignment, student in todo:
             # (by a name of its own: "a--b" could be two students' assignment and id)
             private = Path(tempfile.mkdtemp(prefix="submission-", dir=staging))
-            future = pool.submit(grade_with_deadline, budget, str(layout.root), assignment, student,
+            future = pool.submit(grade_with_deadline, budget, layout, assignment, student,
                                  str(snapshot), str(private))
             futures[future] = (assignment, student, private)
         pending = set(futures)

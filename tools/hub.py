@@ -260,7 +260,7 @@ def check_views():
 def enter_program():
     """The program that runs ``enter``: .venv's Python, isolated (-I) from the
     environment and from the user's own Python packages, since it runs as root."""
-    code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from tools.hub import enter; enter(sys.argv[1:])"
+    code = "import sys; from tools.hub import enter; enter(sys.argv[1:])"
     return [str(BIN / "python"), "-I", "-c", code]
 
 

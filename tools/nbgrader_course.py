@@ -29,13 +29,8 @@ def nbgrader_env():
     return env
 
 
-# `nbgrader ARGS`, with this repository's tools/ (the course's additions to
-# nbgrader) imported first: nbgrader_config.py would otherwise look for them
-# next to the virtual environment, which may be another checkout's.
-NBGRADER = (
-    "import sys; sys.path.insert(0, {root!r}); import tools; sys.argv[0] = 'nbgrader'; "
-    "from nbgrader.apps.nbgraderapp import main; sys.exit(main())"
-).format(root=str(ROOT))
+# `nbgrader ARGS` (the venv's Python imports the course's tools/, installed by `make venv`).
+NBGRADER = "import sys; sys.argv[0] = 'nbgrader'; from nbgrader.apps.nbgraderapp import main; sys.exit(main())"
 
 
 def generate_in_process(root, names, release_directory=None):
@@ -48,7 +43,7 @@ def generate_in_process(root, names, release_directory=None):
 
     from nbgrader.converters import GenerateAssignment
 
-    from .grade import course_directory
+    from .course_settings import course_directory
 
     overrides = {"release_directory": str(release_directory)} if release_directory else {}
     for name in names:
@@ -69,10 +64,7 @@ def generate_in_process(root, names, release_directory=None):
 
 
 # Runs generate_in_process in a fresh Python with this repository's tools/.
-GENERATE = (
-    "import sys; sys.path.insert(0, {root!r}); "
-    "from tools.nbgrader_course import generate_in_process; generate_in_process(sys.argv[1], sys.argv[2:])"
-).format(root=str(ROOT))
+GENERATE = "import sys; from tools.nbgrader_course import generate_in_process; generate_in_process(sys.argv[1], sys.argv[2:])"
 
 
 class Course:

@@ -43,6 +43,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from .course_settings import KERNEL_MEMORY_BYTES
+
 # System folders the sandbox sees read-only. On merged-/usr systems /bin, /lib,
 # ... are symbolic links into /usr and are recreated as such.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -334,7 +336,7 @@ def sandboxed_command(
     argv: list[str],
     workdir: Path,
     *,
-    memory_bytes: int = 2 * 1024**3,
+    memory_bytes: int = KERNEL_MEMORY_BYTES,
     cpu_seconds: int = 60,
     readable=(),
     writable=(),

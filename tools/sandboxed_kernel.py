@@ -56,6 +56,7 @@ from traitlets import Bool, DottedObjectName, Integer, Type, default
 from nbgrader.preprocessors import Execute
 
 from . import sandbox, warm
+from .course_settings import KERNEL_CPU_SECONDS, KERNEL_MEMORY_BYTES, NOTEBOOK_SECONDS
 
 
 # The largest IOPub message that is decoded: a larger one stands in the
@@ -228,10 +229,10 @@ class SandboxedKernelManager(AsyncKernelManager):
     write to."""
 
     memory_bytes = Integer(
-        2 * 1024**3, help="Address space each process of the kernel may use, in bytes."
+        KERNEL_MEMORY_BYTES, help="Address space each process of the kernel may use, in bytes."
     ).tag(config=True)
     cpu_seconds = Integer(
-        120, help="CPU seconds each process of the kernel may use (RLIMIT_CPU); the kernel's own "
+        KERNEL_CPU_SECONDS, help="CPU seconds each process of the kernel may use (RLIMIT_CPU); the kernel's own "
         "process runs the whole notebook, so for it this is a budget for the notebook; then it is stopped."
     ).tag(config=True)
 
@@ -401,7 +402,7 @@ class SandboxedExecute(Execute):
     that survives a kernel that dies or hangs."""
 
     notebook_timeout = Integer(
-        300, help="Wall-clock seconds for a whole notebook; cells after that do not run and score 0."
+        NOTEBOOK_SECONDS, help="Wall-clock seconds for a whole notebook; cells after that do not run and score 0."
     ).tag(config=True)
     recover_timeout = Integer(
         10, help="Seconds a kernel has to answer again after a timed-out cell was interrupted."

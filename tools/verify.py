@@ -2,7 +2,7 @@
 
 Usage: ``python -m tools.verify [ASSIGNMENT ...] [--course FOLDER] [--jobs N] [--seed S]``.
 ``make grade`` (``tools.grade``) verifies each submission right after grading
-it, in the grading worker (``Run``, ``run_in_worker``); run this alone to
+it, in the grading worker (``Verification``, ``run_checks_in_worker``); run this alone to
 verify again what the gradebook holds.
 
 nbgrader runs the hidden tests in the same Python process as the student's
@@ -55,6 +55,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .course_settings import CourseSettings, VerificationLimits, default_jobs
 from .paths import BIN, ROOT
 
 HARNESS = Path(__file__).resolve().parent / "verification" / "harness.py"
@@ -64,34 +65,6 @@ CSV_COLUMNS = ["assignment", "student_id", "nbgrader_score", "verified_score", "
 
 MAX_NOTEBOOK_BYTES = 50 * 1024**2
 
-
-@dataclass(frozen=True)
-class Limits:
-    """Limits for one submission's sandboxed process: twice what the course's
-    nbgrader_config.py gives a notebook, so that no honest answer that passed
-    in the notebook runs out of time here."""
-
-    step_seconds: float = 60.0  # one cell or one check
-    run_seconds: float = 600.0  # the whole process, wall clock
-    cpu_seconds: int = 240
-    memory_bytes: int = 2 * 1024**3
-
-    @classmethod
-    def of_course(cls, root: Path) -> "Limits":
-        from .grade import load_config
-
-        config = load_config(root)
-
-        def setting(section, name, default):
-            value = config[section].get(name, default) if section in config else default
-            return value if isinstance(value, (int, float)) else default
-
-        return cls(
-            step_seconds=2 * setting("Execute", "timeout", 30),
-            run_seconds=2 * setting("SandboxedExecute", "notebook_timeout", 300),
-            cpu_seconds=int(2 * setting("SandboxedKernelManager", "cpu_seconds", 120)),
-            memory_bytes=int(setting("SandboxedKernelManager", "memory_bytes", 2 * 1024**3)),
-        )
 
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.DOTALL)
 MARKERS = re.compile(r"### (BEGIN|END) (SOLUTION|HIDDEN TESTS)")
@@ -118,7 +91,7 @@ class Assignment:
     solution_ids: list
     checks: dict  # {grade_id: (probes, judge)}
     inputs: Path
-    limits: Limits = Limits()
+    limits: VerificationLimits = VerificationLimits()
 
     @property
     def max_score(self):
@@ -211,7 +184,8 @@ def load_spec(assignment: str):
         raise
 
 
-def prepare(assignment: str, source_notebook: Path, seed: int, staging: Path, limits: Limits = Limits()) -> Assignment:
+def prepare(assignment: str, source_notebook: Path, seed: int, staging: Path,
+            limits: VerificationLimits = VerificationLimits()) -> Assignment:
     """Build the assignment's checks for this run and write their inputs."""
     from .verification.probes import Plan
 
@@ -225,7 +199,7 @@ def prepare(assignment: str, source_notebook: Path, seed: int, staging: Path, li
             f"tools/verification/{assignment}.py does not match the notebook's test cells: "
             f"no check for {sorted(missing)}, checks for cells that do not exist {sorted(extra)}"
         )
-    plan = Plan(assignment, seed, [step.code for step in steps if step.kind == "trusted"])
+    plan = Plan(assignment, seed, [step.code for step in steps if step.kind == "trusted"], limits)
     for grade_id in points:
         plan.add_check(grade_id, spec.CHECKS[grade_id])
     inputs = staging / f"inputs-{assignment}"
@@ -321,11 +295,11 @@ def verify_submission(assignment: Assignment, notebook: Path, workdir: Path, tem
     """Run one submission's checks in the sandbox and judge them here: in a
     child of ``template`` (tools/warm.py) if given, else in a fresh sandboxed
     Python."""
-    return judge_submission(assignment, run_submission(assignment, notebook, workdir, template), workdir)
+    return judge_checks(assignment, run_checks_in_sandbox(assignment, notebook, workdir, template), workdir)
 
 
 @dataclass
-class Ran:
+class ChecksRan:
     """How one submission's checks ran; their results are in ``workdir/results``."""
 
     cells: dict | None  # the student's solution cells, None if the notebook could not be read
@@ -335,7 +309,7 @@ class Ran:
     seconds: float = 0.0
 
 
-def run_submission(assignment: Assignment, notebook: Path, workdir: Path, template=None) -> Ran:
+def run_checks_in_sandbox(assignment: Assignment, notebook: Path, workdir: Path, template=None) -> ChecksRan:
     """Run one submission's checks in the sandbox (a child of ``template`` if
     given, else a fresh sandboxed Python); nothing is judged yet."""
     from . import sandbox
@@ -377,19 +351,19 @@ def run_submission(assignment: Assignment, notebook: Path, workdir: Path, templa
                 status = f"exit status {proc.returncode}"
             except subprocess.TimeoutExpired:
                 status = f"stopped after {assignment.limits.run_seconds:g} s"
-    return Ran(cells, added, status, problem, time.monotonic() - start)
+    return ChecksRan(cells, added, status, problem, time.monotonic() - start)
 
 
-def judge_submission(assignment: Assignment, ran: Ran, workdir: Path) -> Verdict:
-    """Judge what ``run_submission`` left in ``workdir``, here."""
+def judge_checks(assignment: Assignment, ran: ChecksRan, workdir: Path) -> Verdict:
+    """Judge what ``run_checks_in_sandbox`` left in ``workdir``, here."""
     start = time.monotonic()
     verdict = Verdict(assignment.name, "", assignment.max_score, problem=ran.problem)
-    judge_results(assignment, verdict, workdir / "results", ran.status, ran.cells, ran.added)
+    judge_result_files(assignment, verdict, workdir / "results", ran.status, ran.cells, ran.added)
     verdict.seconds = ran.seconds + time.monotonic() - start
     return verdict
 
 
-def judge_results(assignment: Assignment, verdict: Verdict, results: Path, status: str, cells, added=None):
+def judge_result_files(assignment: Assignment, verdict: Verdict, results: Path, status: str, cells, added=None):
     from .verification.probes import CheckResults, Fail, ResultsFolder
 
     folder = None
@@ -485,16 +459,14 @@ def verify(course, todo=None, assignments=(), jobs=None, seed=None, out=sys.stdo
     ``todo`` lists ``(assignment, student)`` pairs (default: every submission
     of ``assignments``, or of all assignments). Returns the verdicts.
     """
-    from .grade import Layout, default_jobs, submissions
-
-    layout = Layout.of(Path(course).absolute())
+    settings = CourseSettings.read(course)
     if todo is None:
-        todo = submissions(layout, assignments)
+        todo = settings.layout.submissions(assignments)
     todo = sorted(todo)
     jobs = max(1, int(jobs or default_jobs()))
     staging = Path(tempfile.mkdtemp(prefix="verify-"))
     try:
-        run = Run.start(layout, todo, seed, staging, out)
+        run = Verification.start(settings, todo, seed, staging, out)
         if run is None:
             return []
         done = run.verify_each(todo, jobs)
@@ -504,11 +476,11 @@ def verify(course, todo=None, assignments=(), jobs=None, seed=None, out=sys.stdo
 
 
 @dataclass
-class Run:
+class Verification:
     """One verification run: its seed, each assignment's checks prepared in
     ``staging``, and the clock. ``make grade`` (tools/grade.py) starts one
     before grading and lets each worker verify the submission it has just
-    graded, in a child of the same warm template (``verify_in_worker``);
+    graded, in a child of the same warm template (``run_checks_in_worker``);
     ``verify`` above runs one on its own."""
 
     layout: object
@@ -519,7 +491,7 @@ class Run:
     seconds: float = 0.0  # time spent verifying (summed over workers when they verify)
 
     @classmethod
-    def start(cls, layout, todo, seed, staging: Path, out, alongside=False):
+    def start(cls, settings: CourseSettings, todo, seed, staging: Path, out, alongside=False):
         """Prepare every assignment of ``todo``; None (and why, printed) if
         student code cannot run in the sandbox here."""
         from .sandbox import SandboxUnavailable, check_available
@@ -533,12 +505,11 @@ class Run:
         print(f"verifying {len(todo)} submission(s) outside the notebook"
               f"{', each right after it is graded,' if alongside else ''} with seed {seed} "
               f"(VERIFY_SEED={seed} repeats this run)", file=out, flush=True)
+        layout = settings.layout
         run = cls(layout, seed, {}, staging, time.monotonic())
-        limits = Limits.of_course(layout.root)
         for name in sorted({a for a, _ in todo}):
-            source = layout.root / layout.source / name / f"{name}.ipynb"
             try:
-                run.prepared[name] = prepare(name, source, seed, staging, limits)
+                run.prepared[name] = prepare(name, layout.source_notebook(name), seed, staging, settings.verification)
             except Exception as error:  # noqa: BLE001 - grading is done; say why this assignment is not verified
                 print(f"  {name}: NOT VERIFIED: {error}", file=out, flush=True)
         return run
@@ -581,10 +552,10 @@ class Run:
         self.seconds += time.monotonic() - started
         return done
 
-    def judge(self, assignment: str, student: str, ran: Ran, workdir: Path) -> Verdict:
-        """The verdict on what a worker ran (``run_in_worker``), judged here."""
+    def judge(self, assignment: str, student: str, ran: ChecksRan, workdir: Path) -> Verdict:
+        """The verdict on what a worker ran (``run_checks_in_worker``), judged here."""
         try:
-            verdict = judge_submission(self.prepared[assignment], ran, workdir)
+            verdict = judge_checks(self.prepared[assignment], ran, workdir)
         except Exception:  # noqa: BLE001 - reported; the submission counts as unverified
             verdict = unverified(self.prepared[assignment], traceback.format_exc(limit=3))
         verdict.student = student
@@ -634,13 +605,13 @@ def unverified(assignment: Assignment, problem: str) -> Verdict:
     return verdict
 
 
-def run_in_worker(assignment: Assignment, notebook: Path, workdir: Path) -> Ran:
+def run_checks_in_worker(assignment: Assignment, notebook: Path, workdir: Path) -> ChecksRan:
     """Run one submission's checks in a child of this process's kernel
     template (tools/warm.py), the one its notebook's kernel was forked from: no
     second template, and no second start of Python and PyTorch. make grade's
     workers run this right after autograde; ``workdir`` must be under the
     template's folders. Without a template, a fresh sandboxed Python runs it.
-    The process that started the run judges the results (``judge_submission``):
+    The process that started the run judges the results (``judge_checks``):
     a worker, forked from it, must not run PyTorch operations."""
     from . import warm
 
@@ -652,12 +623,12 @@ def run_in_worker(assignment: Assignment, notebook: Path, workdir: Path) -> Ran:
         except Exception:  # noqa: BLE001 - then a fresh sandboxed Python
             template = None
     try:
-        return run_submission(assignment, notebook, workdir, template)
+        return run_checks_in_sandbox(assignment, notebook, workdir, template)
     except warm.TemplateError:
         warm.close_kernel_template()
         remove_quietly(workdir)
         workdir.mkdir()
-        return run_submission(assignment, notebook, workdir)
+        return run_checks_in_sandbox(assignment, notebook, workdir)
 
 
 class Templates:
@@ -772,8 +743,6 @@ def main(argv=None):
     parser.add_argument("--jobs", type=int, default=None, help="parallel sandboxes (default: number of cores)")
     parser.add_argument("--seed", default=None, help="repeat a run's inputs (its printed seed)")
     args = parser.parse_args(argv)
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
     verdicts = verify(Path(args.course), assignments=args.assignments, jobs=args.jobs, seed=args.seed)
     return 1 if any(v.flagged for v in verdicts) else 0
 

@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 from . import sandbox
+from .course_settings import KERNEL_MEMORY_BYTES
 from .paths import BIN
 
 HERE = Path(__file__).resolve().parent
@@ -58,7 +59,7 @@ def canonical(path) -> str:
 class Template:
     """One warm template process, sandboxed, serving requests on a unix socket."""
 
-    def __init__(self, roots, *, memory_bytes: int = 2 * 1024**3, python=None, base=None, preload=("torch",),
+    def __init__(self, roots, *, memory_bytes: int = KERNEL_MEMORY_BYTES, python=None, base=None, preload=("torch",),
                  wait=True):
         sandbox.check_available()
         self.owner = os.getpid()  # only this process stops it; forked processes may use it

@@ -10,7 +10,8 @@ That ``tiled_attention`` never holds the score matrix is checked against a
 limit the sandbox enforces, not one the student's process could switch off
 (the notebook's ``OpRecorder`` runs inside that process): one causal call on
 a sequence whose (T, T) matrix of float64 scores alone is larger than the
-sandbox's memory per process (2 GiB in nbgrader_config.py; T = 16,500 there).
+sandbox's memory per process in the course being graded (its nbgrader_config.py's
+``c.SandboxedKernelManager.memory_bytes``: T = 16,500 for the 2 GiB this repository sets).
 An implementation that builds that matrix, or any tensor of its size, gets a
 MemoryError; one that works tile by tile needs a few megabytes. As in the
 hidden tests of that cell, the result must be a weighted average of the
@@ -45,12 +46,8 @@ def attention_inputs(p, lead, Tq, Tk, dk, dv, dtype=torch.float32):
     return p.randn(*lead, Tq, dk, dtype=dtype), p.randn(*lead, Tk, dk, dtype=dtype), p.randn(*lead, Tk, dv, dtype=dtype)
 
 
-def long_sequence_length():
-    """The smallest round length whose (T, T) matrix of float64 scores alone exceeds the sandbox's memory."""
-    from ..paths import ROOT
-    from ..verify import Limits
-
-    memory = Limits.of_course(ROOT).memory_bytes
+def long_sequence_length(memory):
+    """The smallest round length whose (T, T) matrix of float64 scores alone exceeds ``memory`` bytes."""
     return (math.isqrt(memory // 8) // 100 + 1) * 100 + 100
 
 
@@ -167,7 +164,7 @@ def test_tiled_attention_memory(p):
         q, k, v = attention_inputs(p, lead, Tq, Tk, dk, dv, dtype)
         add(f"q {lead + (Tq, dk)}, k {lead + (Tk, dk)}, v {lead + (Tk, dv)}, {dtype}, block_size={block}, "
             f"causal={causal}", q, k, v, block, causal, TOL[dtype])
-    T = long_sequence_length()
+    T = long_sequence_length(p.limits.memory_bytes)
     q, k, v = attention_inputs(p, (), T, T, 2, 2, torch.float64)
     # Causal: a tiling that skips the tiles after the diagonal does half the work, and the whole matrix is as large.
     add(f"a sequence of {T} tokens, float64, block_size=1000, causal=True, whose (T, T) scores need "

@@ -131,9 +131,13 @@ class Nested:
 class Plan:
     """All probes of one assignment for one grading run, and their inputs."""
 
-    def __init__(self, assignment: str, seed: int, trusted_code=()):
+    def __init__(self, assignment: str, seed: int, trusted_code=(), limits=None):
+        from ..course_settings import VerificationLimits
+
         self.assignment = assignment
         self.seed = seed
+        # The graded course's limits (a check may be sized by them: ex07's long sequence).
+        self.limits = limits or VerificationLimits()
         self.trusted_code = list(trusted_code)
         self.inputs: dict[str, np.ndarray] = {}
         self.checks: dict[str, tuple[list, object]] = {}
@@ -180,6 +184,11 @@ class CheckPlan:
 
     def setup(self) -> dict:
         return self.plan.setup()
+
+    @property
+    def limits(self):
+        """The limits of the course being graded (tools/course_settings.py)."""
+        return self.plan.limits
 
     @property
     def gen(self):

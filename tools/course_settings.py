@@ -1,0 +1,164 @@
+"""A course folder as grading sees it: where it keeps things, and its limits.
+
+``CourseSettings.read(folder)`` reads the folder's ``nbgrader_config.py`` once;
+``make grade`` (tools/grade.py) and verification (tools/verify.py) receive the
+object and pass it down, so every part of one run works with the same numbers,
+those of the course being graded (not of the repository). A setting the file
+leaves out takes the default below, which the kernel's classes
+(tools/sandboxed_kernel.py) use too: each default is written once.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+CONFIG_FILE = "nbgrader_config.py"
+
+# The defaults of what nbgrader_config.py may set; the classes that use them in
+# the notebook's kernel (tools/sandboxed_kernel.py) take them from here.
+KERNEL_MEMORY_BYTES = 2 * 1024**3  # c.SandboxedKernelManager.memory_bytes: address space per process
+KERNEL_CPU_SECONDS = 120  # c.SandboxedKernelManager.cpu_seconds
+NOTEBOOK_SECONDS = 300  # c.SandboxedExecute.notebook_timeout: wall clock for a whole notebook
+CELL_SECONDS = 30  # c.Execute.timeout: nbgrader's own default for one cell
+
+
+def load_config(root: Path):
+    """The traitlets configuration of the course folder ``root``."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    if not (Path(root) / CONFIG_FILE).is_file():
+        raise SystemExit(f"{root} is not a course folder: it has no {CONFIG_FILE}")
+    config = PyFileConfigLoader(CONFIG_FILE, path=str(root)).load_config()
+    config.CourseDirectory.root = str(Path(root).absolute())
+    return config
+
+
+def course_directory(root: Path, **overrides):
+    """nbgrader's CourseDirectory of ``root``, with ``overrides`` of its traits."""
+    from nbgrader.coursedir import CourseDirectory
+
+    config = load_config(root)
+    for name, value in overrides.items():
+        setattr(config.CourseDirectory, name, value)
+    return CourseDirectory(config=config)
+
+
+def default_jobs() -> int:
+    """As many grading workers as this process may use CPUs."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a course keeps things, as its nbgrader_config.py says."""
+
+    root: Path
+    source: str
+    submitted: str
+    autograded: str
+    feedback: str
+    db_url: str
+
+    @property
+    def db_path(self) -> Path:
+        if not self.db_url.startswith("sqlite:///"):
+            raise SystemExit(f"make grade supports an SQLite gradebook only; this course uses {self.db_url}")
+        return Path(self.db_url[len("sqlite:///"):])
+
+    def folder(self, kind: str, student: str, assignment: str) -> Path:
+        return self.root / getattr(self, kind) / student / assignment
+
+    def source_notebook(self, assignment: str) -> Path:
+        return self.root / self.source / assignment / f"{assignment}.ipynb"
+
+    def submissions(self, assignments=()):
+        """[(assignment, student)] for every submission folder holding a
+        notebook (of ``assignments`` only, if given), sorted."""
+        base = self.root / self.submitted
+        found = []
+        if base.is_dir():
+            for student in sorted(p.name for p in base.iterdir() if p.is_dir()):
+                for folder in sorted(p for p in (base / student).iterdir() if p.is_dir()):
+                    if (not assignments or folder.name in assignments) and any(folder.glob("*.ipynb")):
+                        found.append((folder.name, student))
+        return sorted(found)
+
+
+@dataclass(frozen=True)
+class VerificationLimits:
+    """Limits of one submission's verification process (tools/verify.py).
+    Time is twice what the course gives the notebook (a cell, the whole
+    notebook, CPU seconds), so that no honest answer that passed in the
+    notebook runs out of time here; memory is the notebook's own, so a check
+    that a function never builds some tensor is sized by the same limit as
+    the notebook's tests."""
+
+    step_seconds: float = 2 * CELL_SECONDS  # one cell or one check
+    run_seconds: float = 2 * NOTEBOOK_SECONDS  # the whole process, wall clock
+    cpu_seconds: int = 2 * KERNEL_CPU_SECONDS
+    memory_bytes: int = KERNEL_MEMORY_BYTES
+
+
+@dataclass(frozen=True)
+class CourseSettings:
+    """Everything grading reads from one course folder's nbgrader_config.py.
+    Reading it imports traitlets only; ``layout`` (nbgrader's CourseDirectory)
+    is worked out on first use, so ``make grade`` can start its warm template
+    before it imports nbgrader."""
+
+    root: Path
+    config: object  # the traitlets Config, for nbgrader's own classes (CSV export)
+    cell_seconds: float  # Execute.timeout: one cell in the notebook
+    notebook_seconds: float  # SandboxedExecute.notebook_timeout: the whole notebook
+    cpu_seconds: int  # SandboxedKernelManager.cpu_seconds
+    memory_bytes: int  # SandboxedKernelManager.memory_bytes, per process
+
+    @classmethod
+    def read(cls, root: Path) -> "CourseSettings":
+        root = Path(root).absolute()
+        config = load_config(root)
+
+        def setting(section, name, default):
+            value = config[section].get(name, default) if section in config else default
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+                raise SystemExit(f"{root / CONFIG_FILE}: c.{section}.{name} must be a positive number, "
+                                 f"not {value!r}")
+            return value
+
+        return cls(
+            root=root,
+            config=config,
+            cell_seconds=float(setting("Execute", "timeout", CELL_SECONDS)),
+            notebook_seconds=float(setting("SandboxedExecute", "notebook_timeout", NOTEBOOK_SECONDS)),
+            cpu_seconds=int(setting("SandboxedKernelManager", "cpu_seconds", KERNEL_CPU_SECONDS)),
+            memory_bytes=int(setting("SandboxedKernelManager", "memory_bytes", KERNEL_MEMORY_BYTES)),
+        )
+
+    @functools.cached_property
+    def layout(self) -> Layout:
+        from nbgrader.coursedir import CourseDirectory
+
+        coursedir = CourseDirectory(config=self.config)
+        return Layout(root=self.root, source=coursedir.source_directory, submitted=coursedir.submitted_directory,
+                      autograded=coursedir.autograded_directory, feedback=coursedir.feedback_directory,
+                      db_url=coursedir.db_url)
+
+    @property
+    def source_folder(self) -> Path:
+        """The nbgrader source folder, without importing nbgrader."""
+        return self.root / self.config.CourseDirectory.get("source_directory", "source")
+
+    @property
+    def verification(self) -> VerificationLimits:
+        return VerificationLimits(step_seconds=2 * self.cell_seconds, run_seconds=2 * self.notebook_seconds,
+                                  cpu_seconds=2 * self.cpu_seconds, memory_bytes=self.memory_bytes)
+
+    @property
+    def submission_seconds(self) -> float:
+        """How long one submission may take in a grading worker: its
+        notebook's time, its verification's and a margin for nbgrader's own
+        work (tools/grade.py gives up on it after that)."""
+        return self.notebook_seconds + self.verification.run_seconds + 120.0
