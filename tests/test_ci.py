@@ -89,7 +89,7 @@ def supported_pythons():
 
 def pins():
     for line in (ROOT / "requirements.txt").read_text().splitlines():
-        line = line.split("#")[0].strip()
+        line = line.split("#")[0].split(";")[0].strip()  # (without an environment marker)
         if line:
             name, version = line.split("==")
             yield name, version

