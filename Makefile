@@ -3,6 +3,9 @@
 #
 #   make book     build the website into _build/html (warnings are errors)
 #   make test     run every test: chapters (nbval), book, release, grading
+#   make check    after editing one assignment: grade its solution, wrong
+#                 implementations and attacks, and check its release
+#                 (ASSIGNMENT=...; all of them without it)
 #   make release  regenerate exercises/ (student notebooks) from solutions/
 #   make grade    autograde submitted/, write feedback/ and grades.csv
 #                 (ASSIGNMENT=..., COURSE=folder, JOBS=workers)
@@ -29,7 +32,7 @@ export PATH := $(BIN):$(PATH)
 export JUPYTER_PLATFORM_DIRS := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: venv book test release grade hub chapters screenshots clean
+.PHONY: venv book test check release grade hub chapters screenshots clean
 
 venv: $(STAMP)
 
@@ -61,6 +64,13 @@ book: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# One assignment's promises (CONTRIBUTING.md, "Checklists"): its grading run
+# holds only that assignment's submissions.
+check: $(STAMP)
+	COURSE_ASSIGNMENTS=$(ASSIGNMENT) $(BIN)/python -m pytest -p no:cacheprovider $(PYTEST_ARGS) \
+	  tests/test_grading.py tests/test_visible_tests.py tests/test_feedback.py tests/test_feedback_values.py \
+	  tests/test_integrity.py tests/test_release.py
 
 release: $(STAMP)
 	$(BIN)/python -m tools.release $(ASSIGNMENT)

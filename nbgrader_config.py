@@ -40,6 +40,10 @@ c.CourseDirectory.release_directory = "exercises"
 c.CourseDirectory.include = ["*.ipynb", "timestamp.txt", "submission_secret.txt"]
 
 # The stub students see in place of each solution.
+# solutions/<assignment>/checks/ proves the grading (verification, wrong
+# implementations, attacks): it never leaves for a release, a student's graded
+# folder (which the notebook's kernel sees) or feedback.
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "checks"]
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
 # nbgrader scores a test cell 0 if it wrote anything to stderr. Library

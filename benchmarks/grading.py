@@ -4,7 +4,7 @@ Usage: ``.venv/bin/python benchmarks/grading.py [--submissions 12] [--assignment
 
 For every assignment (or those named), builds N synthetic submissions —
 correct, partly wrong (the known-wrong implementations of
-tests/wrong_implementations/), blank, and crashing (answer cells that raise) —
+solutions/<assignment>/checks/wrong_implementations/), blank, and crashing (answer cells that raise) —
 in identical temporary courses, and grades each course once, timing the whole
 job: autograde, feedback, grades.csv and, for `make grade`, verification.
 
@@ -44,7 +44,7 @@ import nbformat
 
 from tools.course_settings import default_jobs
 from tools.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code
-from tools.paths import EXERCISES, ROOT, SOLUTIONS, WRONG_IMPLEMENTATIONS, assignments
+from tools.paths import EXERCISES, ROOT, SOLUTIONS, assignments, wrong_implementations
 
 
 def stock_config() -> str:
@@ -64,7 +64,7 @@ def synthetic_submissions(assignment: str, count: int):
     """[(student, notebook)]: correct, partly wrong, blank and crashing, in turn."""
     release = EXERCISES / assignment / f"{assignment}.ipynb"
     answers = solution_code(SOLUTIONS / assignment / f"{assignment}.ipynb")
-    wrong = itertools.cycle(sorted((WRONG_IMPLEMENTATIONS / assignment).glob("*.py")) or [None])
+    wrong = itertools.cycle(wrong_implementations(assignment) or [None])
     crashing = {
         grade_id: (f'raise RuntimeError("this answer crashes")\n' if i % 2 else "") + code
         for i, (grade_id, code) in enumerate(answers.items())

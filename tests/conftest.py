@@ -10,14 +10,13 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import nbformat
 import pytest
 
 from tools.book import build
 from tools.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code
-from tools.paths import BIN, ROOT, SOLUTIONS, WRONG_IMPLEMENTATIONS, assignments
+from tools.paths import BIN, ROOT, SOLUTIONS, assignments, wrong_implementations
 from tools.sandbox import SandboxUnavailable, check_available
 
 # Every nbgrader call needs the venv's `alembic` on PATH.
@@ -48,11 +47,6 @@ REPORT_DIR = ROOT / "_build" / "grading-report"
 # Written by test_site.py: each page's load time and size (printed if this session wrote it).
 SITE_REPORT = ROOT / "_build" / "site-report.md"
 SESSION = {"start": 0.0}
-
-
-def wrong_implementations(assignment):
-    folder = WRONG_IMPLEMENTATIONS / assignment
-    return sorted(folder.glob("*.py")) if folder.is_dir() else []
 
 
 def submission_name(path):
@@ -200,7 +194,24 @@ def graded(graded_course):
 
 def pytest_terminal_summary(terminalreporter):
     """Print, for the record, each page's load time and size, and the points each
-    known-wrong implementation lost."""
+    known-wrong implementation lost; last, in one line, what was not checked
+    here and why (a program this machine lacks)."""
+    try:
+        _report(terminalreporter)
+    finally:
+        skipped = {}
+        for report in terminalreporter.stats.get("skipped", []):
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+            reason = reason.removeprefix("Skipped: ")
+            skipped[reason] = skipped.get(reason, 0) + 1
+        if skipped:
+            terminalreporter.write_line(
+                f"NOT CHECKED HERE: {sum(skipped.values())} test(s): "
+                + "; ".join(f"{count} because {reason}" for reason, count in sorted(skipped.items())),
+                yellow=True, bold=True)
+
+
+def _report(terminalreporter):
     if SITE_REPORT.is_file() and SITE_REPORT.stat().st_mtime >= SESSION["start"]:
         terminalreporter.section("site report (_build/site-report.md)")
         for line in SITE_REPORT.read_text().splitlines():

@@ -18,12 +18,12 @@ import pytest
 from tests.conftest import require_sandbox
 from tools.course_settings import CourseSettings, VerificationLimits
 from tools.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code
-from tools.paths import BIN, ROOT, SOLUTIONS
+from tools.paths import BIN, ROOT, SOLUTIONS, checks_folder
 
 ASSIGNMENT = "ex07_efficient_attention"
 MEMORY_CHECK = "test_tiled_attention_memory"
 RAISED = 8 * 1024**3  # the memory per process of the course below: 4 times this repository's
-ATTACK = ROOT / "tests" / "adversarial" / ASSIGNMENT / "disable_op_recorder.py"
+ATTACK = checks_folder(ASSIGNMENT) / "attacks" / "disable_op_recorder.py"
 
 
 def course_with_memory(root, memory_bytes):

@@ -19,12 +19,12 @@ import nbformat
 import pytest
 from bs4 import BeautifulSoup
 
-from tests.conftest import require_sandbox, submission_name, wrong_implementations
+from tests.conftest import graded_assignments, require_sandbox, submission_name
 from tools.sandbox import SandboxUnavailable, check_available
 from tools.nbgrader_course import fill_release, protected_regions, solution_code
-from tools.paths import EXERCISES, SOLUTIONS, assignments
+from tools.paths import EXERCISES, SOLUTIONS, wrong_implementations
 
-ASSIGNMENTS = assignments()
+ASSIGNMENTS = graded_assignments()
 WRONG = [(a, path) for a in ASSIGNMENTS for path in wrong_implementations(a)]
 
 

@@ -24,12 +24,12 @@ import nbformat
 import numpy as np
 import pytest
 
-from tests.conftest import require_sandbox, submission_name, wrong_implementations
+from tests.conftest import graded_assignments, require_sandbox, submission_name
 from tests.test_feedback import feedback_text, paths
 from tests.test_visible_tests import failed_part, graded_test_cells
-from tools.paths import SOLUTIONS, assignments
+from tools.paths import SOLUTIONS, wrong_implementations
 
-ASSIGNMENTS = assignments()
+ASSIGNMENTS = graded_assignments()
 WRONG = [(a, path) for a in ASSIGNMENTS for path in wrong_implementations(a)]
 
 DUMPS = [

@@ -450,7 +450,7 @@ def test_a_student_cannot_read_the_course(hub, student):
     course = hubtools.course_folder()
     secrets = {
         "the repository's solutions/": ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
-        "the repository's verification spec": ROOT / "tools" / "verification" / f"{ASSIGNMENT}.py",
+        "the repository's verification spec": ROOT / "solutions" / ASSIGNMENT / "checks" / "verification.py",
         "the repository's git history": ROOT / ".git",
         "the course folder's solutions/": course / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
         "the gradebook": course / "gradebook.db",

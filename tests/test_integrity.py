@@ -10,9 +10,9 @@ each run, and only plain numbers come back to be compared with the grader's
 own references.
 
 - Calibration: no honest submission is flagged. The solution, the untouched
-  release and every realistic wrong answer of tests/wrong_implementations/
+  release and every realistic wrong answer of solutions/<assignment>/checks/wrong_implementations/
   get, in every test cell, at least the points nbgrader gave them.
-- Attacks: every submission of tests/adversarial/ (same format as the wrong
+- Attacks: every submission of solutions/<assignment>/checks/attacks/ (same format as the wrong
   implementations), graded by `make grade` together with honest ones
   (correct, partly wrong, blank, crashing), is flagged, or verification gives
   0 to the test cell after each cell it replaced. No honest submission is
@@ -32,15 +32,14 @@ import nbformat
 import numpy as np
 import pytest
 
-from tests.conftest import require_sandbox, wrong_implementations
+from tests.conftest import graded_assignments, require_sandbox
 from tools.nbgrader_course import Course, fill_release, hidden_lines, read_wrong_implementation, solution_code
-from tools.paths import EXERCISES, ROOT, SOLUTIONS, assignments
+from tools.paths import EXERCISES, SOLUTIONS, attacks, verification_spec, wrong_implementations
 from tools.verification.probes import BadResult, ResultsFolder
 from tools.sandbox import SandboxUnavailable, check_available
 from tools.verify import CSV_COLUMNS, load_spec, prepare, program, source_steps, student_cells, verify
 
-ADVERSARIAL = ROOT / "tests" / "adversarial"
-ATTACKS = [(a, path) for a in assignments() for path in sorted((ADVERSARIAL / a).glob("*.py"))]
+ATTACKS = [(a, path) for a in graded_assignments() for path in attacks(a)]
 HONEST_KINDS = ("correct", "partly-wrong", "blank", "crashing", "own-cells")
 
 
@@ -62,15 +61,15 @@ def attacked_cells(assignment, solution_ids):
 # --- the checks match the notebooks --------------------------------------------
 
 
-@pytest.mark.parametrize("assignment", assignments())
+@pytest.mark.parametrize("assignment", graded_assignments())
 def test_every_graded_test_cell_has_a_check(assignment):
     spec = load_spec(assignment)
-    assert spec is not None, f"tools/verification/{assignment}.py is missing"
+    assert spec is not None, f"{verification_spec(assignment)} is missing"
     _, points, _ = source_steps(notebook(assignment))
     assert list(spec.CHECKS) == list(points), "the checks must follow the notebook's test cells, in order"
 
 
-@pytest.mark.parametrize("assignment", assignments())
+@pytest.mark.parametrize("assignment", graded_assignments())
 def test_no_hidden_test_or_solution_enters_the_sandbox(assignment, tmp_path):
     """The program and inputs of an untouched release hold no line of the hidden tests or solutions."""
     prepared = prepare(assignment, notebook(assignment), 1234, tmp_path)
@@ -82,7 +81,7 @@ def test_no_hidden_test_or_solution_enters_the_sandbox(assignment, tmp_path):
     assert not leaked, f"the sandbox would see protected lines: {leaked[:3]}"
 
 
-@pytest.mark.parametrize("assignment", assignments())
+@pytest.mark.parametrize("assignment", graded_assignments())
 def test_inputs_are_fresh_for_each_seed_and_repeatable(assignment, tmp_path):
     def inputs(seed, folder):
         prepared = prepare(assignment, notebook(assignment), seed, tmp_path / folder)
@@ -139,7 +138,7 @@ def test_results_refuse_arrays_of_other_dtypes(results):
 # --- calibration: honest code is never flagged -----------------------------------
 
 
-@pytest.mark.parametrize("assignment", assignments())
+@pytest.mark.parametrize("assignment", graded_assignments())
 def test_no_honest_submission_is_flagged(graded, assignment):
     """The solution, the untouched release and every wrong implementation, as
     graded by make grade (the `graded` fixture), verified with that run's
@@ -192,8 +191,8 @@ def grade_course(root, verify_too=True):
     entry point; returns what it printed, the scores and integrity.csv's rows."""
     from tools.grade import grade
 
-    course = Course(root, assignments())
-    for assignment in assignments():
+    course = Course(root, graded_assignments())
+    for assignment in graded_assignments():
         for kind, nb in honest_submissions(assignment).items():
             course.submit(f"{assignment[:4]}-{kind}", assignment, nb)
     out = io.StringIO()
@@ -211,7 +210,7 @@ def grade_course(root, verify_too=True):
             reader = csv.DictReader(f)
             assert reader.fieldnames == CSV_COLUMNS
             rows = {(r["assignment"], r["student_id"]): r for r in reader}
-    scores = {a: course.scores(a) for a in assignments()}
+    scores = {a: course.scores(a) for a in graded_assignments()}
     return {"course": course, "out": out.getvalue(), "failures": failures, "scores": scores, "rows": rows}
 
 
@@ -241,7 +240,7 @@ def attacked(graded_course):
     with open(whole.course.root / "integrity.csv", newline="") as f:
         assert csv.DictReader(f).fieldnames == CSV_COLUMNS
     rows = {(r["assignment"], r["student_id"]): r for r in whole.integrity}
-    scores = {a: whole.course.scores(a) for a in assignments()}
+    scores = {a: whole.course.scores(a) for a in graded_assignments()}
     # make grade exited 0 (GradedCourse checks it): no submission failed to grade.
     return {"course": whole.course, "out": whole.out, "failures": 0, "scores": scores, "rows": rows}
 
@@ -299,7 +298,7 @@ def test_honest_grades_are_the_same_without_attackers(attacked, honest_alone):
 
 
 def test_crashing_submission_keeps_the_points_before_the_crash(attacked):
-    for assignment in assignments():
+    for assignment in graded_assignments():
         row = attacked["rows"][(assignment, f"{assignment[:4]}-crashing")]
         assert float(row["nbgrader_score"]) > 0 and row["flagged"] == "no", row
         assert float(row["verified_score"]) >= float(row["nbgrader_score"]), row
@@ -307,7 +306,7 @@ def test_crashing_submission_keeps_the_points_before_the_crash(attacked):
 
 def test_attacks_leave_other_students_files_alone(attacked):
     root = attacked["course"].root
-    for assignment in assignments():
+    for assignment in graded_assignments():
         for kind, nb in honest_submissions(assignment).items():
             path = root / "submitted" / f"{assignment[:4]}-{kind}" / assignment / f"{assignment}.ipynb"
             assert nbformat.read(path, as_version=4).cells == nb.cells, f"{path} was changed"
@@ -325,7 +324,7 @@ def test_make_grade_lists_flagged_submissions(attacked):
 
 def test_answers_in_cells_of_the_students_own_are_verified(attacked):
     """Verification runs the cells a student added, as nbgrader does."""
-    for assignment in assignments():
+    for assignment in graded_assignments():
         row = attacked["rows"][(assignment, f"{assignment[:4]}-own-cells")]
         assert row["nbgrader_score"] == row["max_score"], row
         assert row["verified_score"] == row["max_score"] and row["flagged"] == "no", row

@@ -15,10 +15,10 @@ import subprocess
 import nbformat
 import pytest
 
-from tests.conftest import submission_name, wrong_implementations
+from tests.conftest import submission_name
 from tests.conftest import require_sandbox
 from tools.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code
-from tools.paths import EXERCISES, ROOT, SOLUTIONS
+from tools.paths import EXERCISES, ROOT, SOLUTIONS, wrong_implementations
 
 ASSIGNMENT = "ex01_by_hand"
 OTHER = "ex01_again"  # a second assignment: a copy of the first under another name

@@ -47,6 +47,16 @@ def test_release_matches_regeneration(assignment, regenerated):
     )
 
 
+def test_nbgrader_releases_nothing_of_the_checks(regenerated):
+    """solutions/<assignment>/checks/ (verification, wrong implementations,
+    attacks) sits next to the source notebook; nbgrader_config.py's
+    CourseDirectory.ignore keeps it out of what nbgrader releases."""
+    for assignment, notebook in regenerated.items():
+        assert (SOLUTIONS / assignment / "checks" / "verification.py").is_file()
+        others = sorted(str(p.relative_to(notebook.parent)) for p in notebook.parent.rglob("*") if p != notebook)
+        assert not others, f"nbgrader released {others} with {assignment}"
+
+
 def test_release_holds_only_notebooks():
     others = [p for p in EXERCISES.rglob("*") if p.is_file() and p.suffix != ".ipynb"]
     assert not others, f"only the notebooks may reach students, found {others}"

@@ -140,7 +140,8 @@ for _name, _target in {{
     "snapshot.txt": "../../../../gradebook.db",
     "gradebook.txt": "{course_root}/gradebook.db",
     "other-student.txt": "{other}",
-    "spec.txt": "{ROOT}/tools/verification/{ASSIGNMENT}.py",
+    "spec.txt": "{ROOT}/solutions/{ASSIGNMENT}/checks/verification.py",
+    "checks.txt": "../../../solutions/{ASSIGNMENT}/checks/verification.py",
     "host.txt": "{host}/secret.txt",
     "solutions": "{course_root}/solutions",
 }}.items():

@@ -23,11 +23,11 @@ import re
 import nbformat
 import pytest
 
-from tests.conftest import submission_name, wrong_implementations
-from tools.paths import SOLUTIONS, assignments
+from tests.conftest import graded_assignments, submission_name
+from tools.paths import SOLUTIONS, wrong_implementations
 from tools.verification import probes
 
-ASSIGNMENTS = assignments()
+ASSIGNMENTS = graded_assignments()
 MARK = "# caught by a visible test"
 HIDDEN = "### BEGIN HIDDEN TESTS"
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")

@@ -61,6 +61,7 @@ class Layout:
     autograded: str
     feedback: str
     db_url: str
+    ignore: tuple = ()  # CourseDirectory.ignore: names never copied out of the source folder
 
     @property
     def db_path(self) -> Path:
@@ -144,7 +145,7 @@ class CourseSettings:
         coursedir = CourseDirectory(config=self.config)
         return Layout(root=self.root, source=coursedir.source_directory, submitted=coursedir.submitted_directory,
                       autograded=coursedir.autograded_directory, feedback=coursedir.feedback_directory,
-                      db_url=coursedir.db_url)
+                      db_url=coursedir.db_url, ignore=tuple(coursedir.ignore))
 
     @property
     def source_folder(self) -> Path:

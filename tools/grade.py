@@ -1,4 +1,4 @@
-"""Grade every submission of a course: autograde, feedback, grades.csv.
+"""Grade every submission of a course: autograde, feedback, verification, grades.csv.
 
 Usage: ``python -m tools.grade [ASSIGNMENT ...] [--course FOLDER] [--jobs N]``
 (what ``make grade`` runs). Without an assignment, every assignment that has
@@ -6,31 +6,10 @@ submissions under ``submitted/<student>/<assignment>/`` is graded. The course
 folder (default: the repository) holds ``nbgrader_config.py``, the gradebook
 and nbgrader's folders.
 
-What it does, with nbgrader's own code throughout:
-
-1. If an assignment is not yet in the gradebook, ``nbgrader
-   generate_assignment`` records it (its cells, points and hidden tests) from
-   the source folder; the student version it writes goes to a temporary folder,
-   so exercises/ is left alone.
-2. Each submission is autograded (and its feedback generated) by one of N
-   worker processes, in a private copy of the course: the submission, the
-   assignment's source and a snapshot of the gradebook. Student code runs in
-   the sandbox that nbgrader_config.py sets up, forked from the run's warm
-   template (tools/warm.py), which this command starts before anything else:
-   Python and PyTorch start once per run. Right after, the same worker
-   verifies the submission outside its notebook (tools/verify.py) in another
-   child of the template; this process judges the result. No worker writes
-   to the real gradebook, so workers cannot get in each other's way. The time
-   each phase took is printed at the end.
-3. This process alone writes the results into the real gradebook, one
-   submission at a time, exactly the fields that ``nbgrader autograde`` writes
-   (automatic scores and comments, timestamp, late penalty); manual grades and
-   comments from the formgrader are kept. It then replaces the submission's
-   ``autograded/`` and ``feedback/`` folders.
-4. ``grades.csv`` is exported (nbgrader's CSV export of the whole gradebook).
-5. ``integrity.csv`` is written from the verdicts of step 2 (a submission no
-   worker verified is verified now; instructor/integrity.md); flagged
-   submissions are listed. ``GRADING_VERIFY=off`` skips verification.
+CONTRIBUTING.md, "How grading works", describes the whole run step by step;
+this module is its driver: ``grade`` (settings, template, verification),
+``grade_in_private_course`` (one submission, in a worker), ``merge_results``
+(the single writer of the real gradebook) and ``export_grades``.
 
 Running it again regrades everything from the submissions: nothing is lost. A
 submission that fails to grade (for a reason other than its own code) keeps
@@ -207,7 +186,7 @@ def grade_in_private_course(layout: Layout, assignment: str, student: str, snaps
     shutil.copy(layout.root / CONFIG_FILE, private / CONFIG_FILE)
     source = layout.root / layout.source / assignment
     if source.is_dir():  # autograde copies its other files (data, helpers) next to the notebook
-        shutil.copytree(source, private / layout.source / assignment)
+        shutil.copytree(source, private / layout.source / assignment, ignore=shutil.ignore_patterns(*layout.ignore))
     shutil.copy(snapshot, private / "gradebook.db")
     log = io.StringIO()
     try:

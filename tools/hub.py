@@ -157,7 +157,7 @@ def view(user):
     """What ``user``'s processes see of the folders the hub uses: ``(covered, shown)``.
 
     ``covered``: folders that an empty, read-only folder replaces. For a
-    student, the repository (solutions/, tools/verification/, .git, the hub's
+    student, the repository (solutions/ with its checks, .git, the hub's
     own files); for every user, the first closed folder (one that others cannot
     enter) on the way to what they need, such as /root above a Python
     installed there: nobody's home is opened, its other files stay out of sight.

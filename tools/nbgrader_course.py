@@ -168,7 +168,7 @@ SECTION_MARKER = re.compile(r"^# %% (cell|patch): (\S+)[ \t]*$", re.MULTILINE)
 
 
 def read_wrong_implementation(path: Path):
-    """Parse a file of tests/wrong_implementations/ (or tests/adversarial/).
+    """Parse a file of solutions/<assignment>/checks/wrong_implementations/ (or attacks/).
 
     Returns ``(description, {grade_id: code})``: the description is the first
     line's comment, and each section gives the code of one solution cell:
@@ -197,14 +197,20 @@ def read_wrong_implementation(path: Path):
             cells[grade_id] = body.strip("\n") + "\n"
             continue
         if solution is None:
-            assignment = path.parent.name
-            solution = solution_code(SOLUTIONS / assignment / f"{assignment}.ipynb")
+            solution = solution_code(assignment_notebook(path))
         if grade_id not in solution:
-            raise ValueError(f"{path}: no solution cell {grade_id!r} to patch in {path.parent.name}")
+            raise ValueError(f"{path}: no solution cell {grade_id!r} to patch in {assignment_notebook(path).stem}")
         cells[grade_id] = apply_patch(solution[grade_id], body, where=f"{path}, patch {grade_id}")
     if not cells:
         raise ValueError(f"{path}: no '# %% cell: <grade_id>' or '# %% patch: <grade_id>' section")
     return first_line[2:].strip(), cells
+
+
+def assignment_notebook(path: Path) -> Path:
+    """The source notebook of the assignment a wrong implementation or attack
+    belongs to: solutions/<assignment>/checks/<kind>/<file>.py."""
+    folder = Path(path).resolve().parent.parent.parent
+    return folder / f"{folder.name}.ipynb"
 
 
 def apply_patch(code: str, patch: str, where: str = "patch") -> str:

@@ -2,33 +2,22 @@
 
 Usage: ``python -m tools.verify [ASSIGNMENT ...] [--course FOLDER] [--jobs N] [--seed S]``.
 ``make grade`` (``tools.grade``) verifies each submission right after grading
-it, in the grading worker (``Verification``, ``run_checks_in_worker``); run this alone to
-verify again what the gradebook holds.
+it, in the grading worker (``Verification``, ``run_checks_in_worker``); run
+this alone to verify again what the gradebook holds. CONTRIBUTING.md, "How
+grading works", places it in the whole run.
 
 nbgrader runs the hidden tests in the same Python process as the student's
 code, so that code can defeat them (replace ``torch.allclose``, swallow
 exceptions, return objects that lie when compared). Verification trusts
-nothing that runs there:
-
-1. For each assignment, ``tools/verification/<assignment>.py`` builds one
-   *check* per graded test cell from this run's seed (fresh random each run;
-   printed, and ``--seed`` or ``VERIFY_SEED`` repeats a run): the inputs, the
-   probes that call the student's functions and classes on them, and, computed
-   here, the reference outputs.
-2. For each submission, a fresh Python process in the sandbox runs (a child
-   forked from a warm template, ``tools/warm.py``, that has already imported
-   NumPy and PyTorch; with ``GRADING_WARM=off``, a new sandboxed Python,
-   ``tools.sandbox``): it runs, in the notebook's order, the locked set-up cells
-   of the course's source notebook, the student's solution cells (found by
-   grade_id) and the code cells they added (none of the student's copies of
-   locked or test cells), and the probes (``tools/verification/harness.py``). It hands back plain data only:
-   JSON and ``.npy`` files, loaded here without pickles and checked for kind,
-   dtype and size.
-3. Here, each check compares those results with its references, with the
-   tolerances of the hidden tests. A passed check is worth its cell's points.
-4. A submission is *flagged* when a test cell got more points from nbgrader
-   than verification confirms. ``integrity.csv`` (next to grades.csv) gets one
-   row per submission; flagged ones are listed at the end of the run.
+nothing that runs there: each assignment's
+``solutions/<assignment>/checks/verification.py`` builds one check per graded
+test cell from this run's seed (``prepare``); a sandboxed process runs the
+course's set-up cells, the student's solution cells and the checks' probes
+(``run_checks_in_sandbox``; tools/verification/harness.py), handing back plain
+data only (JSON and ``.npy`` files, read without pickles); here, each check
+compares them with its references (``judge_checks``). A passed check is worth
+its cell's points; a submission is *flagged* when nbgrader gave a cell more
+points than its check confirms, in ``integrity.csv``.
 
 Checks are calibrated to be no stricter than the hidden tests for honest code
 (tests/test_integrity.py holds them to it), so a flag means the grade needs a
@@ -40,26 +29,26 @@ from __future__ import annotations
 import argparse
 import ast
 import csv
-import importlib
+import importlib.util
 import json
 import os
 import re
 import secrets
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 import traceback
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .course_settings import CourseSettings, VerificationLimits, default_jobs
-from .paths import BIN, ROOT
+from .paths import BIN, ROOT, verification_spec
 
 HARNESS = Path(__file__).resolve().parent / "verification" / "harness.py"
-SPEC_PACKAGE = "tools.verification"
+SPEC_PACKAGE = "course_checks"  # the name under which each assignment's verification.py is loaded
 CSV_NAME = "integrity.csv"
 CSV_COLUMNS = ["assignment", "student_id", "nbgrader_score", "verified_score", "max_score", "flagged", "reason"]
 
@@ -174,14 +163,30 @@ def student_cells(notebook_path: Path, solution_ids, known_ids=()):
     return cells, added
 
 
-def load_spec(assignment: str):
-    """The assignment's spec module, or None if it has none."""
-    try:
-        return importlib.import_module(f"{SPEC_PACKAGE}.{assignment}")
-    except ModuleNotFoundError as error:
-        if error.name == f"{SPEC_PACKAGE}.{assignment}":
-            return None
-        raise
+def spec_path(assignment: str, source: Path | None = None) -> Path:
+    """Where the assignment's checks are: ``<source>/<assignment>/checks/verification.py``
+    of the graded course if it has them, else the repository's."""
+    if source is not None and verification_spec(assignment, source).is_file():
+        return verification_spec(assignment, source)
+    return verification_spec(assignment)
+
+
+def load_spec(assignment: str, source: Path | None = None):
+    """The assignment's spec module (``spec_path``), or None if it has none."""
+    path = spec_path(assignment, source).resolve()
+    if not path.is_file():
+        return None
+    name = f"{SPEC_PACKAGE}.{assignment}_{zlib.crc32(str(path).encode()):08x}"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+    return sys.modules[name]
 
 
 def prepare(assignment: str, source_notebook: Path, seed: int, staging: Path,
@@ -189,14 +194,15 @@ def prepare(assignment: str, source_notebook: Path, seed: int, staging: Path,
     """Build the assignment's checks for this run and write their inputs."""
     from .verification.probes import Plan
 
-    spec = load_spec(assignment)
+    source = source_notebook.parent.parent
+    spec = load_spec(assignment, source)
     if spec is None:
-        raise LookupError(f"no verification spec for {assignment} (tools/verification/{assignment}.py)")
+        raise LookupError(f"no verification spec for {assignment} ({spec_path(assignment, source)})")
     steps, points, solution_ids = source_steps(source_notebook)
     missing, extra = set(points) - set(spec.CHECKS), set(spec.CHECKS) - set(points)
     if missing or extra:
         raise ValueError(
-            f"tools/verification/{assignment}.py does not match the notebook's test cells: "
+            f"{spec_path(assignment, source)} does not match the notebook's test cells: "
             f"no check for {sorted(missing)}, checks for cells that do not exist {sorted(extra)}"
         )
     plan = Plan(assignment, seed, [step.code for step in steps if step.kind == "trusted"], limits)

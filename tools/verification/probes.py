@@ -1,6 +1,6 @@
 """How a check is written: probes for the sandbox, a judge for the grader.
 
-Each assignment's spec module (``tools/verification/<assignment>.py``) maps
+Each assignment's spec module (``solutions/<assignment>/checks/verification.py``) maps
 every graded test cell to a *check builder*: ``CHECKS = {grade_id: builder}``.
 A builder runs in the trusted grader process, once per grading run:
 

@@ -15,7 +15,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .probes import close_torch, effective_params, expect, expect_value_error, names_shape
+from tools.verification.probes import close_torch, effective_params, expect, expect_value_error, names_shape
 
 
 def attention_reference(q, k, v, mask=None):

@@ -12,7 +12,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .probes import as_tensor, close_torch, expect, expect_value_error, names_shape
+from tools.verification.probes import as_tensor, close_torch, expect, expect_value_error, names_shape
 
 TOL = {torch.float16: dict(atol=1e-3, rtol=1e-3),
        torch.float32: dict(atol=1e-6, rtol=1e-5),

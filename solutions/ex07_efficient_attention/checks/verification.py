@@ -29,7 +29,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .probes import Nested, as_tensor, close_torch, expect, expect_value_error
+from tools.verification.probes import Nested, as_tensor, close_torch, expect, expect_value_error
 
 TOL = {torch.float32: 1e-5, torch.float64: 1e-10}
 SOFTMAX_TOL = {torch.float32: dict(atol=1e-6, rtol=1e-5), torch.float64: dict(atol=1e-12, rtol=1e-10)}

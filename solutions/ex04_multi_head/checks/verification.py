@@ -17,7 +17,7 @@ import warnings
 
 import torch
 
-from .probes import Transposed, as_tensor, close_torch, effective_params, expect, expect_value_error, names_shape
+from tools.verification.probes import Transposed, as_tensor, close_torch, effective_params, expect, expect_value_error, names_shape
 
 PROJECTIONS = ("W_q", "W_k", "W_v", "W_o")
 

@@ -20,7 +20,7 @@ import math
 
 import torch
 
-from .probes import Nested, as_tensor, close_torch, expect, expect_value_error
+from tools.verification.probes import Nested, as_tensor, close_torch, expect, expect_value_error
 
 
 def reference_encoding(T, D):

@@ -38,7 +38,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .probes import Nested, as_tensor, close_torch, expect
+from tools.verification.probes import Nested, as_tensor, close_torch, expect
 
 F64 = torch.float64
 

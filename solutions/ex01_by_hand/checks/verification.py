@@ -10,7 +10,7 @@ in the grader's process.
 
 import numpy as np
 
-from .probes import as_float_array, close_numpy, expect, names_shape
+from tools.verification.probes import as_float_array, close_numpy, expect, names_shape
 
 
 def reference_softmax(S):
