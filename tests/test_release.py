@@ -12,6 +12,7 @@ import pytest
 
 from tools.nbgrader_course import hidden_lines
 from tools.paths import EXERCISES, SOLUTIONS, assignments
+from tools import notebook_checks
 from tools.release import generate_releases
 
 ASSIGNMENTS = assignments()
@@ -92,3 +93,22 @@ def test_stated_total_matches_points(assignment):
     assert stated, "the first cell must state 'Total: N points'"
     assert int(stated.group(1)) == sum(points)
     assert all(p > 0 for p in points)
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_test_cells_share_one_set_of_helpers(assignment):
+    """Every assignment's helper cell starts with the helpers of
+    tools/notebook_checks.py it uses, word for word (`make release` copies
+    them), and no cell defines one of them again."""
+    notebook = nbformat.read(SOLUTIONS / assignment / f"{assignment}.ipynb", as_version=4)
+    source = notebook_checks.helper_cell(notebook).source
+    assert source == notebook_checks.synced_source(notebook), (
+        f"solutions/{assignment}'s helper cell differs from tools/notebook_checks.py: run `make release`"
+    )
+    _, _, own = notebook_checks.split_helper_cell(source)
+    shared_names = set(re.findall(r"^def (\w+)", notebook_checks.shared_text(), re.M))
+    again = shared_names & set(re.findall(r"^(?:def|class) (\w+)", own, re.M))
+    assert not again, f"{assignment} defines shared helpers again: {sorted(again)}"
+    for cell in notebook.cells[notebook.cells.index(notebook_checks.helper_cell(notebook)) + 1:]:
+        redefined = shared_names & set(re.findall(r"^(?:def|class) (\w+)", cell.source, re.M))
+        assert not redefined, f"a cell of {assignment} defines {sorted(redefined)}, a shared helper"
