@@ -1,35 +1,42 @@
 """A local JupyterHub with the course on it, to see the course as students do.
 
 Usage: ``python -m tools.hub [--ip 127.0.0.1] [--port 8000]`` (what ``make hub``
-runs; instructor/hub.md explains it). It prepares everything under
-``_build/hub/``, then runs JupyterHub in the foreground until Ctrl-C:
+runs; instructor/hub.md explains it), and ``python -m tools.hub --clean``
+(``make hub-clean``). It prepares the hub under ``_build/hub/`` and the term's
+data under ``hub-term/`` (TERM), then runs JupyterHub in the foreground until
+Ctrl-C:
 
 - JupyterHub from ``.venv`` (requirements.txt) and its proxy,
   ``configurable-http-proxy``, from npm at version ``PROXY_VERSION``, installed
   once into ``.venv/hub-proxy`` (needs ``node`` and ``npm`` from the system);
 - one shared password (``PASSWORD``) for the instructor and the students
-  (JupyterHub's SharedPasswordAuthenticator, which replaces the deprecated
-  password of its DummyAuthenticator);
+  (JupyterHub's SharedPasswordAuthenticator);
 - every user's JupyterLab with nbgrader's extensions: the Assignments tab for
-  everyone, the formgrader for the instructor only;
-- nbgrader's exchange in ``_build/hub/exchange``, the course id
+  everyone, the formgrader for the instructor only (his server may be framed
+  by pages of its own origin, so that JupyterLab shows the formgrader in a
+  tab); terminals that start bash with the course's environment first on PATH;
+- nbgrader's exchange in ``hub-term/exchange``, the course id
   ``self-attention``, and the instructor's course folder
-  ``~instructor/self-attention``: the assignments' sources, their releases,
-  and an ``nbgrader_config.py`` that reads the repository's and then sets the
-  hub's exchange. Every assignment is released to the students at start.
+  ``~instructor/self-attention``: the assignments' sources and releases,
+  copied at each start, and an ``nbgrader_config.py``, written once, that reads
+  the repository's and then sets the hub's exchange. Nothing is released: the
+  instructor releases each assignment when he chooses.
 
-Run as root, each user is a real Unix user (created when missing) and gets
-their own JupyterLab as that user (JupyterHub's LocalProcessSpawner), in a view
-of the machine of their own (``view``, ``enter``): a private mount namespace in
-which the repository is an empty, read-only folder for a student, with only
-``.venv``, the exchange and the students' Jupyter configuration put back in it,
-and in which a closed folder on the way to the course's Python (a Python
-installed under /root, say) is replaced the same way, for everyone, so that no
-home is ever opened. The instructor's course folder lives in his private home.
-Nothing outside the namespaces changes, and the views end with their processes.
-Run as anyone else, every server runs as you, with its home folder under
-``_build/hub/home/<user>`` (SimpleLocalProcessSpawner): the same hub, without
-the separation between users.
+Run as root, each user is a real Unix user, created at start (home in
+``hub-term/home/<user>``, kept) and removed when the hub stops, and gets
+their own JupyterLab as that user (LocalProcessSpawner), in a view of the
+machine of their own (``view``, ``enter``): a private mount namespace in which
+the repository is an empty, read-only folder for a student, with only
+``.venv``, the exchange, the students' Jupyter configuration and her own home
+put back in it, and in which a closed folder on the way to the course's Python
+(a Python installed under /root, say) is replaced the same way, for everyone,
+so that no home is ever opened. Nothing else outside the repository changes,
+and the views end with their processes. Run as anyone else, every server runs
+as you, with its home folder under ``hub-term/home/<user>``
+(SimpleLocalProcessSpawner): the same hub, without the separation between users.
+
+``--clean`` archives hub-term/ into ``hub-backups/term-<time>.tar.gz`` and only
+then removes it (``clean``).
 """
 
 from __future__ import annotations
