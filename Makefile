@@ -13,6 +13,8 @@
 #                 into _build/screenshots/ (builds the book first if needed)
 #   make hub      a local JupyterHub with the course, to try it as students do
 #                 (instructor/hub.md; PORT=8000, IP=127.0.0.1)
+#   make hub-clean  archive the hub's term (hub-term/) into hub-backups/, then
+#                 remove it: homes, course folder, gradebook, exchange
 #   make chapters re-execute the chapter notebooks in place (no timestamps)
 #   make clean    remove build output (keeps .venv)
 #
@@ -32,7 +34,7 @@ export PATH := $(BIN):$(PATH)
 export JUPYTER_PLATFORM_DIRS := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: venv book test check release grade hub chapters screenshots clean
+.PHONY: venv book test check release grade hub hub-clean chapters screenshots clean
 
 venv: $(STAMP)
 
@@ -80,6 +82,9 @@ grade: $(STAMP)
 
 hub: $(STAMP)
 	$(BIN)/python -m tools.hub $(if $(PORT),--port $(PORT)) $(if $(IP),--ip $(IP))
+
+hub-clean: $(STAMP)
+	$(BIN)/python -m tools.hub --clean
 
 chapters: $(STAMP)
 	for nb in chapters/*.ipynb; do \

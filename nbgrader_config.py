@@ -65,6 +65,10 @@ c.SandboxedExecute.notebook_timeout = 300
 # The course's additions to nbgrader (tools.*, named below) are a package that
 # `make venv` installs into the course's virtual environment (pyproject.toml).
 
+# grades.csv (`make grade`'s and `nbgrader export`'s): nbgrader's columns, then
+# seconds_late, how long after the due date each submission came (tools/lateness.py).
+c.ExportApp.plugin_class = "tools.lateness.LateCsvExport"
+
 # The sandbox: each kernel may use 2 GiB of memory per process and 120 s of
 # CPU time in all, may write only to its own folder, and sees no network.
 if os.environ.get("GRADING_SANDBOX", "on") != "off":
@@ -85,11 +89,25 @@ c.SandboxedKernelManager.cpu_seconds = 120
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "tools.feedback.HideHiddenTests",
+    "tools.feedback_page.LateBy",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 # nbconvert's HTML exporter, compiling its templates once per process rather
 # than once per submission (the same HTML; tools/feedback.py).
 c.GenerateFeedback.exporter_class = "tools.feedback.FeedbackExporter"
+
+# The feedback page and the formgrader's notebook view: math typeset without a
+# network (MathJax inside the page), error messages that wrap, tests named in
+# the feedback's summary, lateness told (tools/feedback_page.py).
+try:
+    from tools.feedback_page import TEMPLATES
+except ImportError:  # no tools/ found above
+    pass
+else:
+    c.HTMLExporter.template_file = "course_page.html.j2"
+    c.HTMLExporter.extra_template_paths = [str(TEMPLATES)]
+    c.HTMLExporter.filters = {"course_mathjax": "tools.feedback_page.mathjax_scripts",
+                              "course_feedback_summary": "tools.feedback_page.feedback_summary"}
 
 # The formgrader's "Autograde" button would grade one submission without the rest
 # of `make grade` (verification, feedback, grades.csv): it answers with the

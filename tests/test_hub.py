@@ -1,41 +1,59 @@
-"""Promise: on the course's JupyterHub (`make hub`, instructor/hub.md), a whole
-assignment goes round as the instructor guide describes, in a real browser.
+"""Promise: on the course's JupyterHub (`make hub`, instructor/hub.md), a term goes
+as the instructor guide tells it, in a real browser, along the guide's own path.
 
-One hub is started for this module, from scratch (tools/hub.py), and driven
-in headless Chromium (Playwright, the system's browser as in test_site.py):
+One hub is started for this module, from scratch (tools/hub.py), and driven in
+headless Chromium (Playwright, the system's browser as in test_site.py) that
+reaches nothing but the hub: every request to another host is refused, as on a
+hub behind a firewall.
 
-1. a student logs in; in the Assignments tab (Nbgrader > Assignment List) she
-   fetches ex01_by_hand, opens it, runs every cell and saves it: her answers are
-   the reference solution, written into the fetched notebook as she would type
-   them; then she submits it from the Assignments tab;
-2. the instructor collects the submission (`nbgrader collect`) and runs
-   `make grade`;
-3. the instructor opens the formgrader, sees the full score there, and types a
-   comment on the student's answer;
-4. `make grade` runs again, and the comment is still there (the guide promises
-   that grading again never touches a manual comment), in the formgrader and in
-   the feedback;
-5. the instructor releases the feedback (`nbgrader release_feedback`); the
-   student fetches it in the Assignments tab and reads it: her score and the
-   instructor's comment are there, and no line of a hidden test is.
+1. The instructor opens a terminal in JupyterLab (File > New > Terminal) and
+   types the guide's commands as written: `cd ~/self-attention`, the late
+   penalty of releasing.md added to the course folder's nbgrader_config.py,
+   `nbgrader release_assignment ex01_by_hand`. Nothing was released before
+   (make hub releases nothing), and only that assignment is now.
+2. A student fetches ex01_by_hand in the Assignments tab (Nbgrader > Assignment
+   List), where it is the only assignment offered; she answers (the reference
+   solution, but for one classic mistake in the last task), runs every cell,
+   saves and submits. The due date, recorded afterwards with the guide's
+   command, lies before her submission: it is late.
+3. In the terminal: `nbgrader collect ex01_by_hand`, then the guide's
+   `make -C ... grade ...`: its line for her says LATE, by how much, and what the
+   penalty took; grades.csv has her raw score, the penalty, 0 and seconds_late.
+4. The instructor opens Nbgrader > Formgrader in JupyterLab's menu: the
+   formgrader shows in its JupyterLab tab; in Manual Grading he opens her
+   submission, whose math is typeset (MathJax inside the page, offline), and
+   types a comment. `make grade` again keeps it.
+5. `nbgrader release_feedback ex01_by_hand` in the terminal; the student
+   fetches the feedback and reads it: her score after the penalty, how late she
+   was and the penalty, each test named by what it tests (no "Test cell"), the
+   math typeset, the error message wrapped inside the page, the instructor's
+   comment, and no line of a hidden test.
 
 Two more tests use the same hub. A student's kernel, started from her own
 JupyterLab, tries to read what she must not: the served repository's
 solutions/, .git and verification specs, the instructor's home with the course
 folder and its gradebook, the hub's database; and `make hub` may not have
-changed the permissions of any folder on the way to the course's Python (it
-used to let everyone into /root while it ran). The instructor presses the
-formgrader's "Autograde" for a student (the request the button sends): the
-answer points to `make grade` and nothing is graded.
+changed the permissions of any folder on the way to the course's Python. The
+instructor presses the formgrader's "Autograde" for a student (the request the
+button sends): the answer points to `make grade` and nothing is graded.
+
+The last test stops the hub as the guide does and cleans up with the guide's
+command: the Unix users the hub created are gone once it stops, their homes
+(the term's data) are not; `make hub-clean` archives the term, with the
+gradebook, the submission, the feedback and the student's work, before it
+removes anything. (It runs last, after the tests that use the hub, in the
+order of this file.)
 
 Each step's time is written to _build/hub-report.md (and printed, with `pytest -s`).
 
 Run alone with `pytest -m hub`. Needs root (the hub's users are real Unix
-users, created for the test and removed after it), Node.js with npm (the
+users, created by the hub and removed when it stops), Node.js with npm (the
 hub's proxy) and Chromium; without them the test is skipped with a message,
-and with CI=true it fails instead.
+and with CI=true it fails instead. A term left by an earlier `make hub` is
+archived by `make hub-clean`'s code before the test starts, never lost.
 """
 
+import csv
 import json
 import os
 import pwd
@@ -44,26 +62,36 @@ import shutil
 import socket
 import stat
 import subprocess
+import tarfile
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from tools import hub as hubtools
-from tools.nbgrader_course import fill_release, protected_regions, solution_code
-from tools.paths import BIN, ROOT, SOLUTIONS
-from tools.site import CHROMIUM, HOW_TO_GET_CHROMIUM, launch
+from tools.nbgrader_course import fill_release, protected_regions, read_wrong_implementation, solution_code
+from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS, WRONG_IMPLEMENTATIONS
+from tools.site import CHROMIUM, HOW_TO_GET_CHROMIUM, launch, offline_context
 
 pytestmark = pytest.mark.hub
 
 ASSIGNMENT = "ex01_by_hand"
 STUDENT = "ada"
+#: Her one mistake, in the last task: a visible test fails with a message, the others pass.
+MISTAKE = WRONG_IMPLEMENTATIONS / ASSIGNMENT / "attention_unscaled.py"
 COMMENT = "Clear and correct: well done. (Comment typed in the formgrader.)"
 REPORT = ROOT / "_build" / "hub-report.md"
 STEPS = {}
 #: The permissions of the folders on the way to the course's Python and repository, before the hub started.
 MODES_BEFORE = {}
+#: The hub's JupyterHub process and the archives the test made (the last test stops it and cleans up).
+STATE = {}
+
+# The guide's commands, as instructor/hub.md and releasing.md show them (the repository's path filled in).
+PENALTY_LINE = 'c.LateSubmissionPlugin.penalty_method = "zero"'
+GUIDE_MAKE_GRADE = [f"make -C {ROOT} grade \\", "    ASSIGNMENT=ex01_by_hand COURSE=$HOME/self-attention"]
 
 
 def missing():
@@ -71,14 +99,14 @@ def missing():
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return ("the hub test creates Unix users: run it as root, or as a user with passwordless sudo "
                 "(sudo .venv/bin/python -m pytest -m hub)")
-    if shutil.which("useradd") is None or shutil.which("runuser") is None:
-        return "the hub test needs useradd and runuser (Debian's passwd and util-linux)"
+    if shutil.which("useradd") is None or shutil.which("userdel") is None:
+        return "the hub test needs useradd and userdel (Debian's passwd)"
     lacking = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
     if lacking:
         return f"the hub's proxy needs Node.js: {' and '.join(lacking)} not found (apt-get install nodejs npm)"
     if not CHROMIUM.exists():
         return HOW_TO_GET_CHROMIUM
-    recorded = json.loads(hubtools.CREATED_USERS.read_text()) if hubtools.CREATED_USERS.is_file() else []
+    recorded = hubtools.created_users()
     for user in hubtools.USERS:
         try:
             pwd.getpwnam(user)
@@ -113,12 +141,6 @@ def folder_modes():
             for target in targets for folder in [*target.parents, target]}
 
 
-def reset():
-    """Leave no trace of a hub: its users and their homes, its folder."""
-    hubtools.remove_users()
-    shutil.rmtree(hubtools.HUB, ignore_errors=True)
-
-
 def can_sudo():
     if shutil.which("sudo") is None:
         return False
@@ -134,15 +156,15 @@ def run_as_root():
         ["sudo", "-n", "env", f"PATH={path}", "PYTHONDONTWRITEBYTECODE=1", "COURSE_NESTED_SESSION=1",
          *passed_on, str(BIN / "python"), "-m", "pytest", "tests/test_hub.py", "-m", "hub",
          "-p", "no:cacheprovider", "-q", "-s"],
-        cwd=ROOT, text=True, capture_output=True, timeout=900)
+        cwd=ROOT, text=True, capture_output=True, timeout=1500)
     assert proc.returncode == 0, f"the hub test, run as root through sudo, failed:\n{proc.stdout[-6000:]}"
     print(proc.stdout[-3000:])
 
 
 @pytest.fixture(scope="module")
 def hub():
-    """The base URL of a freshly set-up JupyterHub, every assignment released;
-    None when the test already ran as root through sudo (run_as_root)."""
+    """The base URL of a freshly set-up JupyterHub, nothing released; None
+    when the test already ran as root through sudo (run_as_root)."""
     if os.geteuid() != 0 and can_sudo():
         run_as_root()
         yield None
@@ -152,13 +174,15 @@ def hub():
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true and {reason}")
         pytest.skip(reason)
-    reset()
+    if hubtools.TERM.exists() or hubtools.created_users():
+        hubtools.clean()  # an earlier term: archived in hub-backups/, then removed
+    shutil.rmtree(hubtools.HUB, ignore_errors=True)
     MODES_BEFORE.update(folder_modes())
     port = free_port()
     with Timer("set up the hub (users, proxy, configuration, course folder)"):
-        command = hubtools.setup(port=port, hub_port=free_port(), api_port=free_port(), released=[ASSIGNMENT])
-    log = open(hubtools.HUB / "jupyterhub.log", "w")
-    process = hubtools.start(command, log=log)
+        command = hubtools.setup(port=port, hub_port=free_port(), api_port=free_port())
+    log = open(ROOT / "_build" / "hub-test-jupyterhub.log", "w")  # outside _build/hub, which the clean-up removes
+    STATE["process"] = process = hubtools.start(command, log=log)
     base = f"http://127.0.0.1:{port}"
     try:
         with Timer("start JupyterHub"):
@@ -169,13 +193,10 @@ def hub():
             hubtools.wait_for_setup()
         except hubtools.HubError:
             pass  # already reported by the test
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        hubtools.stop(process)  # (again: the last test stops it as the guide does)
         log.close()
-        reset()
+        if "archive" not in STATE:  # the last test did not get to clean up: do it, keeping the term archived
+            hubtools.clean()
 
 
 @pytest.fixture(scope="module")
@@ -204,15 +225,19 @@ def student(hub, browser):
 
 @pytest.fixture(scope="module")
 def teacher(hub, browser):
-    """The instructor, logging in: his JupyterLab may still be starting (None when
-    the test ran as root through sudo)."""
-    yield None if hub is None else start_log_in(browser, hub, hubtools.INSTRUCTOR)
+    """The instructor, logged in, his JupyterLab up (None when the test ran as root through sudo)."""
+    if hub is None:
+        yield None
+        return
+    with Timer("instructor logs in (his JupyterLab starts)"):
+        page = lab_ready(start_log_in(browser, hub, hubtools.INSTRUCTOR), hubtools.INSTRUCTOR)
+    yield page
 
 
 def start_log_in(browser, base, user):
-    """A new browser context, logging in as ``user``: their JupyterLab starts
-    while the test goes on. Return the page."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    """A new browser context that reaches only the hub, logging in as ``user``:
+    their JupyterLab starts while the test goes on. Return the page."""
+    context = offline_context(browser, base, viewport={"width": 1280, "height": 800})
     context.set_default_timeout(60_000)
     page = context.new_page()
     page.goto(f"{base}/hub/login")
@@ -229,9 +254,15 @@ def lab_ready(page, user):
     return page
 
 
+def menu(page, *labels):
+    """Click through JupyterLab's menu bar: menu(page, "File", "New", "Terminal")."""
+    page.locator(f".lm-MenuBar-itemLabel:text-is('{labels[0]}')").click()
+    for label in labels[1:]:
+        page.locator(f".lm-Menu:visible .lm-Menu-itemLabel:text-is('{label}')").last.click()
+
+
 def open_assignments(page):
-    page.locator(".lm-MenuBar-itemLabel:text-is('Nbgrader')").click()
-    page.locator(".lm-Menu-itemLabel:text-is('Assignment List')").click()
+    menu(page, "Nbgrader", "Assignment List")
     page.wait_for_selector("#released_assignments_list")
 
 
@@ -240,17 +271,68 @@ def item(page, listing):
     return page.locator(f"#{listing} > .list_item:not(.nested_list_item)", has_text=ASSIGNMENT).first
 
 
-def as_instructor(*args):
-    return hubtools.as_user(hubtools.INSTRUCTOR, args, cwd=hubtools.course_folder(),
-                            capture_output=True, check=False)
+# The terminals the user's server runs (Jupyter's REST API, authenticated as JupyterLab is).
+LIST_TERMINALS = """async (base) => {
+  const xsrf = decodeURIComponent((document.cookie.match(/(?:^|;\\s*)_xsrf=([^;]*)/) || [])[1] || "");
+  const reply = await fetch(base + "api/terminals", {headers: {"X-XSRFToken": xsrf}});
+  if (!reply.ok) throw new Error("listing the terminals: HTTP " + reply.status);
+  return await reply.json();
+}"""
+
+# Listens to the JupyterLab terminal just opened (the last one the server lists), as a second
+# client of it: everything the terminal prints is appended to window.courseTerminal.
+LISTEN_TO_TERMINAL = """async (base) => {
+  const terminals = await (LIST_TERMINALS)(base);
+  if (!terminals.length) throw new Error("no terminal is running");
+  const name = terminals[terminals.length - 1].name;
+  window.courseTerminal = "";
+  const socket = new WebSocket(location.origin.replace(/^http/, "ws") + base + "terminals/websocket/" + name);
+  socket.onmessage = (event) => {
+    const message = JSON.parse(event.data);
+    if (message[0] === "stdout") window.courseTerminal += message[1];
+  };
+  await new Promise((opened, failed) => {
+    socket.onopen = opened;
+    socket.onerror = () => failed(new Error("the terminal's websocket failed"));
+  });
+  window.courseTerminalSocket = socket;
+  return name;
+}""".replace("(LIST_TERMINALS)", "(" + LIST_TERMINALS + ")")
+
+# What the terminal printed from `start` on, without colours and titles; done when it ends at a prompt.
+TERMINAL_SINCE = r"""(start) => window.courseTerminal.slice(start)
+  .replace(/\x1b\][^\x07]*\x07/g, "").replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "").replace(/\r/g, "")"""
 
 
-def make_grade():
-    # .venv is set up already (by root): -o keeps make from reinstalling it as the instructor.
-    proc = as_instructor("make", "-C", ROOT, "-o", ".venv/.requirements-installed", "grade",
-                         f"ASSIGNMENT={ASSIGNMENT}", f"COURSE={hubtools.course_folder()}")
-    assert proc.returncode == 0, f"make grade failed:\n{proc.stdout}\n{proc.stderr}"
-    return proc.stdout
+class Terminal:
+    """The terminal of JupyterLab's File > New > Terminal, typed into as a person would."""
+
+    def __init__(self, page, user):
+        self.page = page
+        with Timer(f"{user} opens a terminal (File > New > Terminal)"):
+            menu(page, "File", "New", "Terminal")
+            page.locator(".jp-Terminal:visible .xterm-helper-textarea").wait_for()
+            deadline = time.monotonic() + 60
+            while not page.evaluate(LIST_TERMINALS, f"/user/{user}/"):
+                assert time.monotonic() < deadline, "File > New > Terminal started no terminal within 60 s"
+                page.wait_for_timeout(250)  # (not time.sleep: the browser waits on this process to route requests)
+            page.evaluate(LISTEN_TO_TERMINAL, f"/user/{user}/")
+
+    def type(self, *lines, timeout=300):
+        """Type ``lines`` (one command, continued over lines as the guide writes it), Enter after
+        each; wait for the shell's next prompt; return what the terminal printed."""
+        page = self.page
+        start = page.evaluate("() => window.courseTerminal.length")
+        # Back to the terminal's tab (the formgrader's may be in front), and into the terminal.
+        # (its label is the title the shell sets; its icon is the terminal's)
+        page.locator(".lm-TabBar-tab:has([data-icon='ui-components:terminal'])").first.click()
+        page.locator(".jp-Terminal:visible .xterm-helper-textarea").focus()
+        for line in lines:
+            page.keyboard.type(line)
+            page.keyboard.press("Enter")
+        page.wait_for_function(f"start => /\\n[^\\n]*\\$ $/.test(({TERMINAL_SINCE})(start))", arg=start,
+                               timeout=timeout * 1000, polling=250)
+        return page.evaluate(f"start => ({TERMINAL_SINCE})(start)", start)
 
 
 def max_score():
@@ -258,26 +340,74 @@ def max_score():
     return sum(c.metadata.get("nbgrader", {}).get("points", 0) for c in nb.cells)
 
 
+def points_lost():
+    """The points of the test cells that her mistake fails: those after the task it changes."""
+    _, answers = read_wrong_implementation(MISTAKE)
+    nb = nbformat.read(SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    lost, changed = 0, False
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            changed = meta.get("grade_id") in answers
+        elif meta.get("grade") and changed:
+            lost += meta.get("points", 0)
+    return lost
+
+
+def feedback_checks(page):
+    """What a page shows of math, wrapping and tests: typeset equations, raw TeX left, error
+    blocks wider than the page, the summary's entries."""
+    page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
+    page.evaluate("() => MathJax.startup.promise")
+    return page.evaluate("""() => ({
+      typeset: document.querySelectorAll('mjx-container').length,
+      raw: (document.body.innerText.match(/\\$[^$\\n]{1,60}\\$|\\\\frac|\\\\sqrt/g) || []).slice(0, 3),
+      errors: [...document.querySelectorAll('.output_error pre')].map(pre => ({
+        wraps: getComputedStyle(pre).whiteSpace === 'pre-wrap', wider: pre.scrollWidth > pre.clientWidth + 1,
+        text: pre.innerText.slice(0, 200)})),
+      summary: [...document.querySelectorAll('#toc li')].map(li => li.innerText.trim()),
+    })""")
+
+
 def test_a_term_on_the_hub(hub, student, teacher):
-    # The student's JupyterLab is up; the instructor's starts while she works (the fixtures).
     if hub is None:
         return  # it ran, and passed, as root through sudo (run_as_root)
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     total = max_score()
-
-    with Timer("the release and the class list, set up in the background, are done"):
+    raw = total - points_lost()
+    assert 0 < raw < total, f"her mistake should cost some points, not all: {raw} of {total}"
+    with Timer("the class list, set up in the background, is done"):
         hubtools.wait_for_setup()
+    outbound = hubtools.EXCHANGE / hubtools.COURSE_ID / "outbound"
+    assert not outbound.exists() or not list(outbound.iterdir()), \
+        f"make hub released assignments by itself: {sorted(p.name for p in outbound.iterdir())}"
+
+    # 1. The instructor's terminal, and the guide's commands as typed.
+    terminal = Terminal(teacher, hubtools.INSTRUCTOR)
+    with Timer("instructor sets the late penalty and releases ex01_by_hand in the terminal"):
+        out = terminal.type("cd ~/self-attention")
+        out += terminal.type(f"echo '{PENALTY_LINE}' >> nbgrader_config.py")
+        out += terminal.type(f"nbgrader release_assignment {ASSIGNMENT}")
+    assert "command not found" not in out, f"the terminal does not find the guide's commands:\n{out}"
+    assert sorted(p.name for p in outbound.iterdir()) == [ASSIGNMENT], \
+        f"release_assignment did not release {ASSIGNMENT} alone:\n{out}"
+
+    # 2. The student fetches, answers, runs, saves and submits.
     with Timer("student fetches the assignment in the Assignments tab"):
         open_assignments(student)
         item(student, "released_assignments_list").get_by_role("button", name="Fetch").click()
         item(student, "fetched_assignments_list").wait_for()
+    offered = student.locator("#released_assignments_list > .list_item:not(.nested_list_item)").all_inner_texts()
+    others = [a.name for a in EXERCISES.iterdir() if a.name != ASSIGNMENT and any(a.name in t for t in offered)]
+    assert not others, f"the student is offered assignments that were never released: {others}"
     notebook = hubtools.home(STUDENT) / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     assert notebook.is_file(), f"fetching did not put the notebook at {notebook}"
 
-    # Her answers: the reference solution in the solution cells of the notebook she fetched.
-    answered = fill_release(notebook, solution_code(SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"))
-    hubtools.as_user(STUDENT, ["tee", notebook], input=nbformat.writes(answered), stdout=subprocess.DEVNULL)
+    # Her answers: the reference solution, but for the mistake, in the notebook she fetched.
+    answers = {**solution_code(SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"), **read_wrong_implementation(MISTAKE)[1]}
+    hubtools.as_user(STUDENT, ["tee", notebook], input=nbformat.writes(fill_release(notebook, answers)),
+                     stdout=subprocess.DEVNULL)
 
     with Timer("student opens the notebook, runs every cell, saves"):
         fetched = item(student, "fetched_assignments_list")
@@ -292,8 +422,7 @@ def test_a_term_on_the_hub(hub, student, teacher):
         except PlaywrightTimeout:
             pass
         student.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
-        student.locator(".lm-MenuBar-itemLabel:text-is('Run')").click()
-        student.locator(".lm-Menu-itemLabel:text-is('Run All Cells')").click()
+        menu(student, "Run", "Run All Cells")
         student.wait_for_function(
             """() => {
               const prompts = [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) '
@@ -302,67 +431,71 @@ def test_a_term_on_the_hub(hub, student, teacher):
             }""",
             timeout=90_000,
         )
-        student.keyboard.press("Control+s")
-        deadline = time.monotonic() + 20
+        menu(student, "File", "Save Notebook")
+        deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             saved = nbformat.read(notebook, as_version=4)
             if all(c.execution_count for c in saved.cells if c.cell_type == "code"):
                 break
-            time.sleep(0.2)
-    errors = [o for c in saved.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
-    assert all(c.execution_count for c in saved.cells if c.cell_type == "code"), "the notebook was not run and saved"
-    assert not errors, f"the reference solution raised in the student's JupyterLab: {errors[0]}"
+            student.wait_for_timeout(200)  # (lets Playwright route the save request)
+    unrun = [i for i, c in enumerate(saved.cells) if c.cell_type == "code" and not c.execution_count]
+    assert not unrun, f"the notebook was not run and saved: code cells {unrun} of {len(saved.cells)} have no count"
 
     with Timer("student submits in the Assignments tab"):
         open_assignments(student)
         item(student, "fetched_assignments_list").get_by_role("button", name="Submit").click()
         item(student, "submitted_assignments_list").wait_for()
 
-    with Timer("instructor collects (nbgrader collect)"):
-        proc = as_instructor(BIN / "nbgrader", "collect", ASSIGNMENT)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    submitted = hubtools.course_folder() / "submitted" / STUDENT / ASSIGNMENT
-    assert (submitted / f"{ASSIGNMENT}.ipynb").is_file(), f"nothing collected into {submitted}:\n{proc.stderr}"
+    # 3. The due date (before her submission: she is late), collect, make grade; all typed.
+    due = (datetime.now(timezone.utc) - timedelta(minutes=10)).strftime("%Y-%m-%d %H:%M:%S UTC")
+    with Timer("instructor records the due date, collects and runs make grade in the terminal"):
+        out = terminal.type(f"nbgrader db assignment add {ASSIGNMENT} \\", f'    --duedate="{due}"')
+        out += terminal.type(f"nbgrader collect {ASSIGNMENT}")
+        submitted = hubtools.course_folder() / "submitted" / STUDENT / ASSIGNMENT
+        assert (submitted / f"{ASSIGNMENT}.ipynb").is_file(), f"nothing collected into {submitted}:\n{out}"
+        graded = terminal.type(*GUIDE_MAKE_GRADE)
+    line = next((line for line in graded.splitlines() if f"{ASSIGNMENT}  {STUDENT}:" in line), "")
+    assert re.search(rf"{STUDENT}: {raw:g} / {total:g} .*LATE by (\d+ (d|h|min|s) ?)+: late penalty {raw:g}, "
+                     rf"so 0 / {total:g} in grades.csv", line), f"make grade's line for {STUDENT}:\n{graded}"
+    with open(hubtools.course_folder() / "grades.csv", newline="") as file:
+        rows = {row["student_id"]: row for row in csv.DictReader(file)}
+    row = rows[STUDENT]
+    assert (float(row["raw_score"]), float(row["late_submission_penalty"]), float(row["score"])) == (raw, raw, 0), row
+    assert 9 * 60 < float(row["seconds_late"]) < 60 * 60, row
 
-    with Timer("instructor runs make grade"):
-        out = make_grade()
-    assert f"{STUDENT}: {total} / {total}" in out, out
-
-    with Timer("instructor's JupyterLab is ready (he logged in at the start)"):
-        lab_ready(teacher, hubtools.INSTRUCTOR)
-    formgrader = f"{hub}/user/{hubtools.INSTRUCTOR}/formgrader"
-    with Timer("instructor sees the grade in the formgrader"):
-        teacher.goto(f"{formgrader}/gradebook/{ASSIGNMENT}/{ASSIGNMENT}")
-        row = teacher.locator("tr", has_text=STUDENT).first
+    # 4. The formgrader, from JupyterLab's menu; math typeset; a comment.
+    with Timer("instructor opens Nbgrader > Formgrader and the submission in Manual Grading"):
+        menu(teacher, "Nbgrader", "Formgrader")
+        formgrader = teacher.frame_locator("iframe[src*='formgrader']")
+        formgrader.get_by_role("link", name="Manual Grading").click()
+        formgrader.get_by_role("link", name=ASSIGNMENT, exact=True).first.click()  # the assignment
+        formgrader.get_by_role("link", name=ASSIGNMENT, exact=True).first.click()  # its notebook
+        row = formgrader.locator("tr", has_text=re.compile("Submission #|" + STUDENT, re.I)).last
         row.wait_for()
-        assert re.search(rf"\b{total}(\.0+)?\s*/\s*{total}\b", row.inner_text()), row.inner_text()
-    with Timer("instructor types a comment in the formgrader"):
+        assert re.search(rf"\b{raw:g}(\.0+)?\s*/\s*{total:g}\b", row.inner_text()), row.inner_text()
         row.locator("a", has_text=re.compile("Submission #|" + STUDENT, re.I)).first.click()
-        # The comment boxes are ready once the page has loaded the comments (and set a placeholder).
-        comment = teacher.locator("textarea.comment[placeholder]").first
+        formgrader.locator("mjx-container").first.wait_for()
+    raw_tex = formgrader.locator("body").inner_text()
+    assert not re.search(r"\$[^$\n]{1,60}\$|\\frac|\\sqrt", raw_tex), "raw TeX left in the formgrader's view"
+    with Timer("instructor types a comment in the formgrader"):
+        comment = formgrader.locator("textarea.comment[placeholder]").first
         comment.wait_for()
         comment.fill(COMMENT)
         comment.press("Tab")  # leaving the box saves the comment
         deadline = time.monotonic() + 20
         while COMMENT not in manual_comments() and time.monotonic() < deadline:
-            time.sleep(0.2)
+            teacher.wait_for_timeout(200)
     assert COMMENT in manual_comments(), "the formgrader did not save the comment in the gradebook"
-    submission_page = teacher.url
 
-    with Timer("instructor runs make grade again"):
-        out = make_grade()
-    assert f"{STUDENT}: {total} / {total}" in out, out
+    with Timer("instructor runs make grade again in the terminal"):
+        again = terminal.type(*GUIDE_MAKE_GRADE)
+    assert f"{STUDENT}: {raw:g} / {total:g}" in again, again
     assert COMMENT in manual_comments(), "make grade lost the comment typed in the formgrader"
-    teacher.goto(submission_page)
-    teacher.locator("textarea.comment").first.wait_for()
-    teacher.wait_for_function(
-        "text => [...document.querySelectorAll('textarea.comment')].some(t => t.value === text)", arg=COMMENT
-    )
 
-    with Timer("instructor releases the feedback (nbgrader release_feedback)"):
-        proc = as_instructor(BIN / "nbgrader", "release_feedback", ASSIGNMENT)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-
+    # 5. Feedback: released in the terminal, fetched and read by the student.
+    with Timer("instructor releases the feedback in the terminal"):
+        out = terminal.type(f"nbgrader release_feedback {ASSIGNMENT}")
+    assert "error" not in out.lower(), out
     with Timer("student fetches and reads the feedback in the Assignments tab"):
         student.reload()
         student.wait_for_selector(".jp-LabShell #jp-main-dock-panel")
@@ -374,9 +507,17 @@ def test_a_term_on_the_hub(hub, student, teacher):
         relative = pages[-1].relative_to(hubtools.home(STUDENT))
         feedback = student.context.new_page()
         feedback.goto(f"{hub}/user/{STUDENT}/files/{relative}")
+        shown = feedback_checks(feedback)
         text = feedback.locator("body").inner_text()
     assert COMMENT in text, "the instructor's comment is not in the feedback"
-    assert re.search(rf"Score: {total}(\.0+)? / {total}", text), text[:2000]
+    assert re.search(rf"Score: 0(\.0+)? / {total}", text), text[:2000]
+    assert re.search(r"Submitted (\d+ (d|h|min|s) ?)+ after the due date", text), shown["summary"]
+    assert f"Late submission penalty (Score: -{raw:g}" in text, shown["summary"]
+    assert shown["typeset"] > 0 and not shown["raw"], f"math not typeset in the feedback: {shown['raw']}"
+    tests = [entry for entry in shown["summary"] if entry.startswith(tuple("0123456789"))]
+    assert tests and not any("Test cell" in entry for entry in shown["summary"]), shown["summary"]
+    assert shown["errors"], "her failing test shows no error message in the feedback"
+    assert all(e["wraps"] and not e["wider"] for e in shown["errors"]), shown["errors"]
     # Lines of the hidden tests that the student has not seen (not in her notebook):
     hidden = {
         line for region, lines in protected_regions(SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
@@ -384,8 +525,8 @@ def test_a_term_on_the_hub(hub, student, teacher):
     } - notebook_lines(notebook)
     autograded = hubtools.course_folder() / "autograded" / STUDENT / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     assert hidden & notebook_lines(autograded), "nothing to hide: is the test looking at the right lines?"
-    shown = {line.strip() for line in text.splitlines()}
-    assert not hidden & shown, f"the feedback shows hidden test lines: {sorted(hidden & shown)[:3]}"
+    visible = {line.strip() for line in text.splitlines()}
+    assert not hidden & visible, f"the feedback shows hidden test lines: {sorted(hidden & visible)[:3]}"
 
 
 # Runs `code` in a new kernel of the JupyterLab open in the page, over Jupyter's kernel
@@ -509,6 +650,46 @@ def test_the_formgraders_autograde_button_points_to_make_grade(hub, teacher):
     assert answer["success"] is False, f"the formgrader autograded {STUDENT}'s submission:\n{message[-1500:]}"
     assert "make grade" in message, f"the formgrader's answer does not point to make grade:\n{message[-1500:]}"
     assert snapshot() == before, "the formgrader's Autograde changed autograded/"
+
+
+def test_stopping_and_cleaning_up_keep_the_terms_data(hub):
+    """Runs last (this file's order): the hub stops as Ctrl-C stops it, then the guide's clean-up."""
+    if hub is None:
+        return  # it ran, and passed, as root through sudo (run_as_root)
+    created = hubtools.created_users()
+    assert set(created) == set(hubtools.USERS), f"the hub did not record the users it created: {created}"
+    with Timer("the hub stops (Ctrl-C): its users are removed"):
+        hubtools.stop(STATE["process"])
+    still_there = []
+    for user in created:
+        try:
+            pwd.getpwnam(user)
+            still_there.append(user)
+        except KeyError:
+            pass
+    assert not still_there, f"the Unix users the hub created are still on the machine after it stopped: {still_there}"
+    course = hubtools.HOMES / hubtools.INSTRUCTOR / hubtools.COURSE_ID
+    kept = [course / "gradebook.db", course / "submitted" / STUDENT / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
+            course / "feedback" / STUDENT / ASSIGNMENT / f"{ASSIGNMENT}.html",
+            hubtools.HOMES / STUDENT / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"]
+    lost = [str(path) for path in kept if not path.is_file()]
+    assert not lost, f"stopping the hub lost the term's data: {lost}"
+
+    with Timer("make hub-clean archives the term, then removes it"):
+        proc = subprocess.run(["make", "hub-clean"], cwd=ROOT,
+                              capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    found = re.search(r"archived in (\S+\.tar\.gz)", proc.stdout)
+    assert found, proc.stdout
+    STATE["archive"] = archive = Path(found.group(1))
+    assert archive.parent == hubtools.BACKUPS and stat.S_IMODE(archive.stat().st_mode) == 0o600, archive
+    with tarfile.open(archive) as tar:
+        names = set(tar.getnames())
+    missing_from_archive = [str(path.relative_to(hubtools.TERM.parent)) for path in kept
+                            if str(path.relative_to(hubtools.TERM.parent)) not in names]
+    assert not missing_from_archive, f"the archive lacks the term's data: {missing_from_archive}"
+    assert not hubtools.TERM.exists(), "make hub-clean left the term's folder"
+    archive.unlink()  # the test's own term
 
 
 def notebook_lines(path):

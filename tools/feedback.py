@@ -183,6 +183,20 @@ class FeedbackExporter(HTMLExporter):
     (nbgrader makes a new exporter for every submission; compiling the
     feedback template takes about 0.15 s). The HTML is the same."""
 
+    def __init__(self, config=None, **kwargs):
+        # nbgrader's GenerateFeedback sets HTMLExporter.extra_template_paths (its CSS), which
+        # replaces the course's: add the course's template folder (tools/feedback_page.py).
+        import copy
+
+        from traitlets.config import Config
+
+        from .feedback_page import TEMPLATES
+
+        config = copy.deepcopy(config) if config is not None else Config()
+        paths = list(config.HTMLExporter.get("extra_template_paths", []))
+        config.FeedbackExporter.extra_template_paths = [*paths, str(TEMPLATES)]
+        super().__init__(config=config, **kwargs)
+
     def _create_environment(self):
         environment = super()._create_environment()
         environment.bytecode_cache = _COMPILED

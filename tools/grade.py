@@ -370,10 +370,10 @@ def _rmtree(path: Path):
 def export_grades(settings: CourseSettings):
     """grades.csv in the course folder: nbgrader's CSV export of the gradebook."""
     from nbgrader.api import Gradebook
-    from nbgrader.plugins import CsvExportPlugin
+    from .lateness import LateCsvExport  # nbgrader's columns, and how late (seconds_late)
 
     layout = settings.layout
-    plugin = CsvExportPlugin(config=settings.config)
+    plugin = LateCsvExport(config=settings.config)
     plugin.to = str(layout.root / "grades.csv")
     with Gradebook(layout.db_url) as gb:
         plugin.export(gb)
@@ -467,6 +467,7 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
     not_graded = {}  # (assignment, student) -> why
     peak = 0
 
+    from . import lateness
     from .verify import printable
 
     def finished(assignment, student, private, result):
@@ -481,7 +482,9 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
             if not result["success"]:
                 raise NotGraded(result.get("reason") or last_line(result["log"]))
             score, max_score = merge_results(layout, private, assignment, student)
-            print(f"  {assignment}  {printable(student)}: {score:g} / {max_score:g}  ({result['seconds']:.1f} s)",
+            late = lateness.summary(layout.db_url, assignment, student)
+            print(f"  {assignment}  {printable(student)}: {score:g} / {max_score:g}  ({result['seconds']:.1f} s)"
+                  f"{late}",
                   file=out, flush=True)
         except Exception as error:  # noqa: BLE001 - this submission only: the others are graded
             failures += 1

@@ -1,35 +1,42 @@
 """A local JupyterHub with the course on it, to see the course as students do.
 
 Usage: ``python -m tools.hub [--ip 127.0.0.1] [--port 8000]`` (what ``make hub``
-runs; instructor/hub.md explains it). It prepares everything under
-``_build/hub/``, then runs JupyterHub in the foreground until Ctrl-C:
+runs; instructor/hub.md explains it), and ``python -m tools.hub --clean``
+(``make hub-clean``). It prepares the hub under ``_build/hub/`` and the term's
+data under ``hub-term/`` (TERM), then runs JupyterHub in the foreground until
+Ctrl-C:
 
 - JupyterHub from ``.venv`` (requirements.txt) and its proxy,
   ``configurable-http-proxy``, from npm at version ``PROXY_VERSION``, installed
   once into ``.venv/hub-proxy`` (needs ``node`` and ``npm`` from the system);
 - one shared password (``PASSWORD``) for the instructor and the students
-  (JupyterHub's SharedPasswordAuthenticator, which replaces the deprecated
-  password of its DummyAuthenticator);
+  (JupyterHub's SharedPasswordAuthenticator);
 - every user's JupyterLab with nbgrader's extensions: the Assignments tab for
-  everyone, the formgrader for the instructor only;
-- nbgrader's exchange in ``_build/hub/exchange``, the course id
+  everyone, the formgrader for the instructor only (his server may be framed
+  by pages of its own origin, so that JupyterLab shows the formgrader in a
+  tab); terminals that start bash with the course's environment first on PATH;
+- nbgrader's exchange in ``hub-term/exchange``, the course id
   ``self-attention``, and the instructor's course folder
-  ``~instructor/self-attention``: the assignments' sources, their releases,
-  and an ``nbgrader_config.py`` that reads the repository's and then sets the
-  hub's exchange. Every assignment is released to the students at start.
+  ``~instructor/self-attention``: the assignments' sources and releases,
+  copied at each start, and an ``nbgrader_config.py``, written once, that reads
+  the repository's and then sets the hub's exchange. Nothing is released: the
+  instructor releases each assignment when he chooses.
 
-Run as root, each user is a real Unix user (created when missing) and gets
-their own JupyterLab as that user (JupyterHub's LocalProcessSpawner), in a view
-of the machine of their own (``view``, ``enter``): a private mount namespace in
-which the repository is an empty, read-only folder for a student, with only
-``.venv``, the exchange and the students' Jupyter configuration put back in it,
-and in which a closed folder on the way to the course's Python (a Python
-installed under /root, say) is replaced the same way, for everyone, so that no
-home is ever opened. The instructor's course folder lives in his private home.
-Nothing outside the namespaces changes, and the views end with their processes.
-Run as anyone else, every server runs as you, with its home folder under
-``_build/hub/home/<user>`` (SimpleLocalProcessSpawner): the same hub, without
-the separation between users.
+Run as root, each user is a real Unix user, created at start (home in
+``hub-term/home/<user>``, kept) and removed when the hub stops, and gets
+their own JupyterLab as that user (LocalProcessSpawner), in a view of the
+machine of their own (``view``, ``enter``): a private mount namespace in which
+the repository is an empty, read-only folder for a student, with only
+``.venv``, the exchange, the students' Jupyter configuration and her own home
+put back in it, and in which a closed folder on the way to the course's Python
+(a Python installed under /root, say) is replaced the same way, for everyone,
+so that no home is ever opened. Nothing else outside the repository changes,
+and the views end with their processes. Run as anyone else, every server runs
+as you, with its home folder under ``hub-term/home/<user>``
+(SimpleLocalProcessSpawner): the same hub, without the separation between users.
+
+``--clean`` archives hub-term/ into ``hub-backups/term-<time>.tar.gz`` and only
+then removes it (``clean``).
 """
 
 from __future__ import annotations
@@ -52,7 +59,13 @@ from pathlib import Path
 from .paths import BIN, EXERCISES, ROOT, SOLUTIONS
 
 HUB = ROOT / "_build" / "hub"
-EXCHANGE = HUB / "exchange"
+#: The term's data: what the hub's users made (their homes, with the instructor's course folder) and the
+#: exchange. Outside _build, so that `make clean` keeps it; `make hub-clean` backs it up before removing it.
+TERM = ROOT / "hub-term"
+EXCHANGE = TERM / "exchange"
+HOMES = TERM / "home"
+#: Where `make hub-clean` puts its archive of the term (outside _build and hub-term).
+BACKUPS = ROOT / "hub-backups"
 #: configurable-http-proxy, JupyterHub's proxy, from npm (kept out of `make clean`'s way).
 PROXY_VERSION = "5.3.0"
 PROXY_DIR = ROOT / ".venv" / "hub-proxy"
@@ -67,7 +80,8 @@ PASSWORD = "attention"  # SharedPasswordAuthenticator wants at least 8 character
 # The lab extensions and server extension of nbgrader that only the instructor needs.
 INSTRUCTOR_ONLY_LAB = ("formgrader", "create-assignment", "course-list")
 
-CREATED_USERS = HUB / "created-users.json"
+#: {user: uid} of the Unix users that the hub creates at start and removes at stop (their homes stay in HOMES).
+CREATED_USERS = TERM / "users.json"
 STUDENT_CONFIG = HUB / "jupyter-student"
 INSTRUCTOR_CONFIG = HUB / "jupyter-instructor"
 
@@ -81,10 +95,14 @@ def is_root():
 
 
 def home(user):
-    """The user's home folder (and their JupyterLab's root)."""
+    """The user's home folder (and their JupyterLab's root): HOMES/<user>, or,
+    for a user of the machine that the hub did not create, their own home."""
     if is_root():
-        return Path(pwd.getpwnam(user).pw_dir)
-    return HUB / "home" / user
+        try:
+            return Path(pwd.getpwnam(user).pw_dir)
+        except KeyError:
+            pass
+    return HOMES / user
 
 
 def course_folder():
@@ -118,28 +136,81 @@ def ensure_proxy():
     return PROXY
 
 
+def created_users():
+    """{user: uid} of the users the hub created and has not removed yet (or whose uid it keeps)."""
+    if not CREATED_USERS.is_file():
+        return {}
+    recorded = json.loads(CREATED_USERS.read_text())
+    return dict.fromkeys(recorded) if isinstance(recorded, list) else recorded
+
+
 def ensure_users():
-    """As root: create the hub's users that do not exist (recorded for remove_users)."""
-    created = json.loads(CREATED_USERS.read_text()) if CREATED_USERS.is_file() else []
+    """As root: create the hub's users that do not exist, with their homes in
+    HOMES (kept from one start to the next), under the uid each had before if
+    it is free; record them for remove_users, which ``make hub`` calls when it
+    stops. A user of the machine with one of these names is used as they are."""
+    created = created_users()
+    HOMES.mkdir(parents=True, exist_ok=True)
+    os.chmod(HOMES, 0o700)  # each view shows its user their own home; nobody walks through this folder
     for user in USERS:
         try:
             pwd.getpwnam(user)
+            continue
         except KeyError:
-            print(f"creating the Unix user {user}", flush=True)
-            subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", user], check=True)
-            os.chmod(home(user), 0o700)  # private, as on a real hub (setup.md)
-            created.append(user)
-    CREATED_USERS.write_text(json.dumps(sorted(set(created))))
+            pass
+        folder = HOMES / user
+        uid = created.get(user)
+        taken = uid is not None and _uid_taken(uid)
+        print(f"creating the Unix user {user} (home {folder})", flush=True)
+        subprocess.run(["useradd", "--home-dir", str(folder), "--shell", "/bin/bash", "--user-group",
+                        *(["--uid", str(uid)] if uid is not None and not taken else []),
+                        *([] if folder.is_dir() else ["--create-home"]), user], check=True)
+        account = pwd.getpwnam(user)
+        created[user] = account.pw_uid
+        CREATED_USERS.write_text(json.dumps(created))
+        folder.mkdir(exist_ok=True)
+        owner = os.lstat(folder)
+        if (owner.st_uid, owner.st_gid) != (account.pw_uid, account.pw_gid):  # a new uid or group id
+            give_tree(folder, account.pw_uid, account.pw_gid)
+        os.chmod(folder, 0o700)  # private, as on a real hub (setup.md)
+
+
+def _uid_taken(uid):
+    try:
+        pwd.getpwuid(uid)
+        return True
+    except KeyError:
+        return False
+
+
+def give_tree(folder, uid, gid):
+    """Give ``folder`` and what is in it to uid:gid, following no link and
+    leaving alone any file with another hard link (it may be someone else's)."""
+    os.chown(folder, uid, gid, follow_symlinks=False)
+    for parent, dirs, files in os.walk(folder, followlinks=False):
+        for name in dirs + files:
+            path = os.path.join(parent, name)
+            info = os.lstat(path)
+            if stat.S_ISDIR(info.st_mode) or info.st_nlink == 1:
+                os.chown(path, uid, gid, follow_symlinks=False)
 
 
 def remove_users():
-    """As root: remove the users that ensure_users created, with their home folders."""
-    if not CREATED_USERS.is_file():
-        return
-    for user in json.loads(CREATED_USERS.read_text()):
+    """As root: stop the processes of the users that ensure_users created, and
+    remove the users, but not their homes (the term's data, in HOMES)."""
+    created = created_users()
+    for user in created:
+        try:
+            pwd.getpwnam(user)
+        except KeyError:
+            continue
         subprocess.run(["pkill", "-KILL", "-u", user], check=False)
-        subprocess.run(["userdel", "--remove", user], check=False, stderr=subprocess.DEVNULL)
-    CREATED_USERS.unlink()
+        for _ in range(50):  # userdel refuses while a process of the user is still ending
+            if subprocess.run(["userdel", user], check=False, stderr=subprocess.DEVNULL).returncode == 0:
+                break
+            time.sleep(0.1)
+        else:
+            print(f"make hub: could not remove the Unix user {user} (`sudo userdel {user}`)", file=sys.stderr)
 
 
 def python_installation():
@@ -182,6 +253,13 @@ def view(user):
     return covered, shown
 
 
+def own_home(user):
+    """The user's home if it is one of the hub's (in HOMES, which nobody else
+    can enter): their view shows it, writable, in an otherwise empty HOMES."""
+    folder = home(user)
+    return folder if folder.parent == HOMES else None
+
+
 # Linux's mount(2) and unshare(2) flags (linux/mount.h, linux/sched.h).
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
 CLONE_NEWNS = 0x00020000
@@ -199,16 +277,18 @@ def _mount(source, target, fstype, flags, options=None):
              what=f"mount {source or ''} on {target} ({fstype or 'flags'} {flags:#x} {options or ''})")
 
 
-def build_view(covered, shown, private_tmp):
+def build_view(covered, shown, private_tmp, private_home=None):
     """As root, in this process: a mount namespace of its own, in which each
     ``covered`` folder is replaced by an empty read-only folder with the
     ``shown`` folders bound back in (read-only unless writable), and, with
     ``private_tmp``, /tmp and /dev/shm empty and of its own. Nothing reaches
-    the rest of the machine; the namespace ends with the last process in it."""
+    the rest of the machine; the namespace ends with the last process in it.
+    ``private_home`` (one of HOMES) is then shown, writable, in an empty HOMES."""
     _syscall("unshare", CLONE_NEWNS)
     _mount(None, "/", None, MS_REC | MS_PRIVATE)  # mounts made here stay here
     # Handles on what is shown, taken in the new namespace before the covers hide it.
     handles = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in shown}
+    home_handle = os.open(private_home, os.O_PATH | os.O_DIRECTORY) if private_home else None
     umask = os.umask(0o022)
     if private_tmp:  # first: a repository cloned under /tmp is then covered and shown inside it
         for folder in ("/tmp", "/dev/shm"):
@@ -222,6 +302,13 @@ def build_view(covered, shown, private_tmp):
         if not writable:
             _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
         os.close(handles[path])
+    if private_home:
+        covered = [*covered, private_home.parent]
+        os.makedirs(private_home.parent, exist_ok=True)
+        _mount("hub-view", private_home.parent, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=1024")
+        os.makedirs(private_home, exist_ok=True)
+        _mount(f"/proc/self/fd/{home_handle}", private_home, None, MS_BIND | MS_REC)
+        os.close(home_handle)
     os.umask(umask)
     for folder in covered:
         _mount(None, folder, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
@@ -237,7 +324,7 @@ def enter(argv):
     user, command = argv[0], argv[2:]
     account = pwd.getpwnam(user)
     folder = os.getcwd()
-    build_view(*view(user), private_tmp=user != INSTRUCTOR)
+    build_view(*view(user), private_tmp=user != INSTRUCTOR, private_home=own_home(user))
     os.setgroups(os.getgrouplist(user, account.pw_gid))
     os.setgid(account.pw_gid)
     os.setuid(account.pw_uid)
@@ -319,6 +406,31 @@ def nbgrader_settings(**settings):
     return "\n".join(lines) + "\n"
 
 
+#: What a terminal in JupyterLab reads at start (in place of ~/.bashrc, which it reads first): JupyterLab
+#: would otherwise start a login shell, whose /etc/profile (Debian's) sets a PATH without the course's Python.
+TERMINAL_RC = """\
+# The shell of a terminal in JupyterLab on the course's hub (written by tools/hub.py).
+[ -r /etc/bash.bashrc ] && . /etc/bash.bashrc
+[ -r ~/.bashrc ] && . ~/.bashrc
+# The course's environment first, as the guide says: nbgrader, jupyter, python.
+export PATH={bin}:"$PATH"
+"""
+
+
+def server_config(folder, frame_self):
+    """A user's jupyter_server_config.json: terminals start bash with TERMINAL_RC
+    (``terminal-rc.sh`` in ``folder``); with ``frame_self``, pages of this server
+    may be framed by pages of the same origin (JupyterHub's default,
+    ``frame-ancestors 'none'``, keeps JupyterLab from showing the formgrader in
+    its tab)."""
+    write_file(folder / "terminal-rc.sh", TERMINAL_RC.format(bin=BIN))
+    server = {"terminado_settings": {"shell_command": ["/bin/bash", "--rcfile", str(folder / "terminal-rc.sh"),
+                                                      "-i"]}}
+    if frame_self:
+        server["tornado_settings"] = {"headers": {"Content-Security-Policy": "frame-ancestors 'self'"}}
+    return server
+
+
 def write_user_config():
     """The Jupyter configuration folders of students and instructor (JUPYTER_CONFIG_PATH)."""
     common = {"Exchange.root": str(EXCHANGE), "CourseDirectory.course_id": COURSE_ID}
@@ -328,8 +440,10 @@ def write_user_config():
     disabled = {f"@jupyter/nbgrader:{name}": True for name in INSTRUCTOR_ONLY_LAB}
     write_file(student / "labconfig" / "page_config.json", json.dumps({"disabledExtensions": disabled}, indent=1))
     off = {f"nbgrader.server_extensions.{name}": False for name in ("formgrader", "course_list")}
-    server_config = {"ServerApp": {"jpserver_extensions": off}}
-    write_file(student / "jupyter_server_config.json", json.dumps(server_config, indent=1))
+    students = {"ServerApp": {"jpserver_extensions": off, **server_config(student, frame_self=False)}}
+    write_file(student / "jupyter_server_config.json", json.dumps(students, indent=1))
+    instructor = {"ServerApp": server_config(INSTRUCTOR_CONFIG, frame_self=True)}
+    write_file(INSTRUCTOR_CONFIG / "jupyter_server_config.json", json.dumps(instructor, indent=1))
     write_file(INSTRUCTOR_CONFIG / "nbgrader_config.py",
                INSTRUCTOR_NBGRADER_CONFIG.format(course_config=str(course_folder() / "nbgrader_config.py")))
 
@@ -348,7 +462,8 @@ load_subconfig({course_config!r})  # noqa: F821
 
 
 COURSE_CONFIG = '''\
-"""The course folder of the course's JupyterHub (written by tools/hub.py at each start).
+"""The course folder of the course's JupyterHub (written by tools/hub.py when it
+was missing; yours to add to: the hub never writes it again).
 
 The repository's nbgrader_config.py, then what the hub changes: this folder
 is the course, and releases and submissions go through the hub's exchange.
@@ -363,15 +478,18 @@ c.Exchange.root = {exchange!r}
 
 def prepare_course():
     """The instructor's course folder: the repository's sources and releases, copied
-    at each start, and the configuration; grades and submissions are kept."""
+    at each start, and its configuration, written if missing (the instructor may
+    add to it: a late penalty, say); grades and submissions are kept."""
     folder = course_folder()
     folder.mkdir(parents=True, exist_ok=True)
     for name, source in (("solutions", SOLUTIONS), ("exercises", EXERCISES)):
         shutil.copytree(source, folder / name, dirs_exist_ok=True)
-    (folder / "nbgrader_config.py").write_text(COURSE_CONFIG.format(
-        repo_config=str(ROOT / "nbgrader_config.py"), root=str(folder), course_id=COURSE_ID,
-        exchange=str(EXCHANGE),
-    ))
+    config = folder / "nbgrader_config.py"
+    if not config.is_file():
+        config.write_text(COURSE_CONFIG.format(
+            repo_config=str(ROOT / "nbgrader_config.py"), root=str(folder), course_id=COURSE_ID,
+            exchange=str(EXCHANGE),
+        ))
     if is_root():
         subprocess.run(["chown", "-R", f"{INSTRUCTOR}:", str(folder)], check=True)
 
@@ -399,12 +517,6 @@ def import_students():
     if is_root():
         shutil.chown(folder / "students.csv", INSTRUCTOR)
     as_instructor("db", "student", "import", "students.csv")
-
-
-def release(names):
-    """Release assignments to the exchange, as the instructor (nbgrader release_assignment)."""
-    for name in names:
-        as_instructor("release_assignment", name, "--force")
 
 
 PENDING_ERRORS = []
@@ -506,7 +618,7 @@ def write_hub_config(ip="127.0.0.1", port=8000, hub_port=None, api_port=None):
         spawner = ROOT_SPAWNER.format(enter=enter_program())
     else:
         spawner = ('c.JupyterHub.spawner_class = "jupyterhub.spawner.SimpleLocalProcessSpawner"\n'
-                   f"c.SimpleLocalProcessSpawner.home_dir_template = {str(HUB / 'home' / '{username}')!r}\n")
+                   f"c.SimpleLocalProcessSpawner.home_dir_template = {str(HOMES / '{username}')!r}\n")
     write_file(path, HUB_CONFIG.format(
         hub=str(HUB), environment=json.dumps(environment), url=f"http://{ip}:{port}",
         hub_port=hub_port or port + 81, api_port=api_port or port + 1, proxy=str(PROXY),
@@ -516,15 +628,17 @@ def write_hub_config(ip="127.0.0.1", port=8000, hub_port=None, api_port=None):
     return path
 
 
-def setup(ip="127.0.0.1", port=8000, hub_port=None, api_port=None, released=None):
-    """Everything the hub needs, under _build/hub; return the command that runs it.
+def setup(ip="127.0.0.1", port=8000, hub_port=None, api_port=None):
+    """Everything the hub needs, under _build/hub and TERM; return the command that runs it.
 
-    ``released``: the assignments to release to the students (default: all of
-    them). The class list and the release go on in the background: call
-    wait_for_setup() before relying on them.
+    Nothing is released: the instructor releases each assignment when he
+    chooses (releasing.md). The class list is imported in the background: call
+    wait_for_setup() before relying on it.
     """
     HUB.mkdir(parents=True, exist_ok=True)
     os.chmod(HUB, 0o755)
+    TERM.mkdir(exist_ok=True)
+    os.chmod(TERM, 0o755)
     ensure_proxy()
     if is_root():
         check_shared()
@@ -538,9 +652,8 @@ def setup(ip="127.0.0.1", port=8000, hub_port=None, api_port=None, released=None
     if is_root():
         check_views()
     prepare_course()
-    # Creating the gradebook and releasing take a while: they go on while the hub starts.
+    # Creating the gradebook takes a while: it goes on while the hub starts.
     in_background(import_students)
-    in_background(release, assignments() if released is None else released)
     config = write_hub_config(ip, port, hub_port, api_port)
     return [str(BIN / "jupyterhub"), "-f", str(config)]
 
@@ -565,15 +678,119 @@ def start(command, log=None):
     return subprocess.Popen(command, cwd=HUB, env=env, stdout=log, stderr=subprocess.STDOUT if log else None)
 
 
+def stop(process):
+    """Stop JupyterHub (and with it every user's JupyterLab), then, as root,
+    remove the Unix users it created (not their homes: remove_users)."""
+    if process is not None and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    if is_root():
+        remove_users()
+
+
 def _interrupt(signum, frame):
     raise KeyboardInterrupt
+
+
+# --- clean-up: the term's data archived, then removed -------------------------------
+
+#: A file in a home larger than this is left out of the archive (and named): a notebook's output could be huge.
+BACKUP_FILE_BYTES = 256 * 1024**2
+
+
+def hub_running():
+    """The process id of a JupyterHub that runs from HUB, or None."""
+    try:
+        pid = int((HUB / "jupyterhub.pid").read_text().strip())
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return None
+    return pid if b"jupyterhub" in command else None
+
+
+def back_up(target_folder=None):
+    """Archive the term's data (TERM: every home of the hub, with the
+    instructor's course folder, and the exchange) into
+    ``BACKUPS/term-<UTC time>.tar.gz``, readable by its owner only; return its
+    path. Links are archived as links, never followed; what is neither a
+    folder, a regular file nor a link, and files over BACKUP_FILE_BYTES, are
+    left out and reported. The archive is read back entirely before this returns."""
+    import tarfile
+
+    target_folder = Path(target_folder or BACKUPS)
+    target_folder.mkdir(parents=True, exist_ok=True)
+    os.chmod(target_folder, 0o700)
+    target = target_folder / time.strftime("term-%Y%m%d-%H%M%S.tar.gz", time.gmtime())
+    left_out = []
+
+    def keep(info):
+        if info.isdir() or info.issym() or (info.isfile() and info.size <= BACKUP_FILE_BYTES):
+            return info
+        left_out.append(f"{info.name} ({'over 256 MiB' if info.isfile() else 'not a file'})")
+        return None
+
+    descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as archive:
+        folders = [TERM]  # without recursion: a home may hold thousands of nested folders
+        while folders:
+            folder = folders.pop()
+            archive.add(folder, arcname=str(folder.relative_to(TERM.parent)), recursive=False, filter=keep)
+            if folder.is_dir() and not folder.is_symlink():
+                folders.extend(sorted(folder.iterdir(), reverse=True))
+    with tarfile.open(target) as archive:  # it reads back, whole
+        members = archive.getmembers()
+        for member in members:
+            if member.isfile():
+                with archive.extractfile(member) as data:
+                    while data.read(1 << 20):
+                        pass
+    return target, len(members), left_out
+
+
+def clean(out=sys.stdout):
+    """``make hub-clean``: with the hub stopped, archive the term's data
+    (back_up), then remove it (TERM), the users the hub created if any are
+    left, and _build/hub. Return the archive's path."""
+    pid = hub_running()
+    if pid is not None:
+        raise HubError(f"the hub is running (process {pid}): stop it (Ctrl-C in its terminal) before cleaning up")
+    if is_root():
+        remove_users()
+    if not TERM.exists():
+        print(f"no term's data in {TERM}: nothing to back up", file=out, flush=True)
+        archive = None
+    else:
+        archive, count, left_out = back_up()
+        print(f"the term's data ({TERM}: homes, course folder, gradebook, submissions, feedback, exchange) "
+              f"is archived in {archive} ({count} entries; to look inside: tar -tzf {archive})", file=out, flush=True)
+        for name in left_out:
+            print(f"  left out of the archive: {name}", file=out, flush=True)
+        from .sandbox import remove_tree
+
+        remove_tree(TERM)
+    shutil.rmtree(HUB, ignore_errors=True)
+    print(f"removed {TERM} and {HUB}", file=out, flush=True)
+    return archive
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ip", default="127.0.0.1", help="address to listen on (default: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port of the hub (default: 8000)")
+    parser.add_argument("--clean", action="store_true",
+                        help="archive the term's data into hub-backups/, then remove it (make hub-clean)")
     args = parser.parse_args(argv)
+    if args.clean:
+        try:
+            clean()
+        except HubError as error:
+            print(f"make hub-clean: {error}", file=sys.stderr)
+            return 1
+        return 0
     # `kill` (SIGTERM) stops the hub as Ctrl-C does, and with it every user's JupyterLab.
     signal.signal(signal.SIGTERM, _interrupt)
     url = f"http://{'127.0.0.1' if args.ip in ('0.0.0.0', '') else args.ip}:{args.port}/"
@@ -592,12 +809,7 @@ def main(argv=None):
     except KeyboardInterrupt:
         return 0
     finally:
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop(process)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,129 @@
+"""Promise: lateness is shown where an instructor and a student look, and the
+feedback names its tests and typesets math offline (tools/lateness.py,
+tools/feedback_page.py); the hub's clean-up archives the term before it
+removes it (tools/hub.py, back_up).
+
+Fast checks of the pieces, without grading: the walk through a real hub, in a
+browser, is tests/test_hub.py's.
+"""
+
+import csv
+import os
+from datetime import datetime, timedelta
+
+import nbformat
+import pytest
+
+from tools import hub as hubtools
+from tools import feedback_page
+from tools.feedback_page import feedback_summary, mathjax_scripts
+from tools.lateness import COLUMNS, LateCsvExport, duration, summary
+from tools.paths import SOLUTIONS, assignments
+
+
+@pytest.mark.parametrize("seconds, text", [(0, "0 s"), (52, "52 s"), (532, "8 min 52 s"), (3600, "1 h"),
+                                           (93784, "1 d 2 h 3 min 4 s")])
+def test_duration_reads_as_a_person_would_say_it(seconds, text):
+    assert duration(seconds) == text
+
+
+@pytest.mark.parametrize("assignment", assignments())
+def test_every_test_is_named_by_its_task_and_names_are_distinct(assignment):
+    nb = nbformat.read(SOLUTIONS / assignment / f"{assignment}.ipynb", as_version=4)
+    names = feedback_page.test_names(nb.cells)
+    tests = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells
+             if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")]
+    assert sorted(names) == sorted(tests)
+    assert len(set(names.values())) == len(names), names
+    assert all(name[0].isdigit() and "points" not in name for name in names.values()), names
+
+
+def test_a_task_with_several_tests_names_each_test():
+    nb = nbformat.read(SOLUTIONS / "ex04_multi_head" / "ex04_multi_head.ipynb", as_version=4)
+    names = feedback_page.test_names(nb.cells)
+    assert names["test_fully_masked"] == "3. The multi-head attention layer: fully masked"
+    assert names["test_split_heads"] == "1. Split the width into heads"
+
+
+def test_the_feedback_summary_names_tests_and_tells_lateness():
+    nb = nbformat.read(SOLUTIONS / "ex01_by_hand" / "ex01_by_hand.ipynb", as_version=4)
+    body = ('<div id="toc"><ol><li><a href="#test_project">Test cell</a> (Score: 2.0 / 2.0)</li>'
+            '<li class="late-penalty">Late submission penalty (Score: -2.0)</li></ol></div>')
+    resources = {"nbgrader": {"max_score": 16, "late_by": "8 min 52 s"}}
+    out = feedback_summary(body, nb, resources)
+    assert '<a href="#test_project">2. Projections</a>' in out
+    assert out.index("Submitted 8 min 52 s after the due date") < out.index("late-penalty")
+    assert feedback_summary(body, nb, {}) == body  # a formgrader page: unchanged
+
+
+def test_mathjax_is_written_into_the_page():
+    scripts = mathjax_scripts()
+    assert scripts.count("<script>") == 3 and "http" not in scripts[:300]
+    assert len(scripts) > 1_000_000  # MathJax itself, not a link to it
+    assert "</script" not in scripts.replace("</script>\n", "")
+
+
+def gradebook_with(tmp_path, late_seconds, penalty):
+    from nbgrader.api import Gradebook
+
+    due = datetime(2027, 2, 12, 17, 0, 0)
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(url) as gb:
+        gb.add_assignment("ex01_by_hand", duedate=due)
+        gb.add_student("ada", first_name="Ada", last_name="Lovelace, Countess")
+        gb.add_student("alan")
+        submission = gb.add_submission("ex01_by_hand", "ada", timestamp=due + timedelta(seconds=late_seconds))
+        gb.db.commit()
+        assert submission.duedate == due
+    return url
+
+
+def test_grades_csv_has_nbgraders_columns_then_seconds_late(tmp_path):
+    from nbgrader.api import Gradebook
+
+    url = gradebook_with(tmp_path, 532, 0)
+    plugin = LateCsvExport()
+    plugin.to = str(tmp_path / "grades.csv")
+    with Gradebook(url) as gb:
+        plugin.export(gb)
+    with open(tmp_path / "grades.csv", newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert list(rows[0]) == COLUMNS + ["seconds_late"]
+    by_id = {row["student_id"]: row for row in rows}
+    assert float(by_id["ada"]["seconds_late"]) == 532 and by_id["ada"]["last_name"] == "Lovelace, Countess"
+    assert float(by_id["alan"]["seconds_late"]) == 0 and by_id["alan"]["timestamp"] == ""
+
+
+def test_make_grades_line_says_late_and_that_no_penalty_is_configured(tmp_path):
+    url = gradebook_with(tmp_path, 532, 0)
+    assert "LATE by 8 min 52 s: no penalty" in summary(url, "ex01_by_hand", "ada")
+    assert summary(url, "ex01_by_hand", "alan") == ""
+
+
+def test_the_clean_up_archives_the_term_first(tmp_path, monkeypatch):
+    import tarfile
+
+    term = tmp_path / "hub-term"
+    (term / "home" / "ada" / "ex01_by_hand").mkdir(parents=True)
+    (term / "home" / "ada" / "ex01_by_hand" / "ex01_by_hand.ipynb").write_text("{}")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not the term's")
+    (term / "home" / "ada" / "link").symlink_to(outside)
+    os.mkfifo(term / "home" / "ada" / "pipe")
+    deep = term / "home" / "ada"
+    for _ in range(1100):  # deeper than Python's recursion limit
+        deep = deep / "d"
+        deep.mkdir()
+    monkeypatch.setattr(hubtools, "TERM", term)
+    monkeypatch.setattr(hubtools, "HUB", tmp_path / "hub")
+    monkeypatch.setattr(hubtools, "BACKUPS", tmp_path / "backups")
+    monkeypatch.setattr(hubtools, "CREATED_USERS", term / "users.json")
+    archive = hubtools.clean(out=open(os.devnull, "w"))
+    assert not term.exists()
+    assert oct(archive.stat().st_mode & 0o777) == oct(0o600)
+    with tarfile.open(archive) as tar:
+        members = {m.name: m for m in tar.getmembers()}
+    assert "hub-term/home/ada/ex01_by_hand/ex01_by_hand.ipynb" in members
+    assert members["hub-term/home/ada/link"].issym()  # kept as a link, not followed
+    assert "hub-term/home/ada/pipe" not in members
+    assert outside.read_text() == "not the term's"
