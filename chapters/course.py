@@ -1,8 +1,12 @@
 """Shared pieces of the course: the worked example, notebook set-up and figures.
 
-Every chapter imports this module (it sits next to the chapter notebooks, so
-``import course`` works wherever a chapter runs: the book build, nbval, Binder
-or a local Jupyter). The student notebooks in ``exercises/`` stay
+Every chapter imports this module. It sits next to the chapter notebooks, so
+``import course`` works wherever a chapter runs from the repository: the book
+build, nbval, Binder or a local Jupyter. A chapter opened on its own (Colab, a
+downloaded notebook) first fetches this file from the course's repository
+(:data:`SOURCE_URL`); then it needs only PyTorch, NumPy and Matplotlib:
+:func:`glue` passes numbers to the book when MyST-NB is installed and does
+nothing otherwise. The student notebooks in ``exercises/`` stay
 self-contained and carry their own copy of the worked example; a test checks
 that the copies agree with :func:`worked_example`.
 """
@@ -15,6 +19,10 @@ import random
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
+
+#: Where a chapter opened on its own fetches this file: the repository and branch of
+#: ``repository:`` in _config.yml (tests/test_launch_buttons.py checks that they agree).
+SOURCE_URL = "https://raw.githubusercontent.com/attention-by-hand/course/main/chapters/course.py"
 
 #: The four tokens of the worked example, in order.
 TOKENS = ["the", "cat", "sat", "down"]
@@ -204,13 +212,28 @@ def rounded(value, digits, margin=1e-9):
     return float(result) if result.ndim == 0 else result
 
 
+def glue(name, value, display=True):
+    """Pass ``value`` to the book's text under ``name`` (MyST-NB's ``glue``).
+
+    Without MyST-NB (a chapter opened in Colab or a plain Jupyter) there is no
+    book to paste into: the value is only shown, if ``display`` asks for it.
+    """
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        if display:
+            from IPython.display import display as show
+
+            show(value)
+        return
+    myst_glue(name, value, display=display)
+
+
 def glue_number(name, value, digits):
     """Glue a float for the text, rounded to ``digits`` decimals (see :func:`rounded`).
 
     Quote it with the same number of decimals: ``{glue:text}`name:.3f``` for ``digits=3``.
     """
-    from myst_nb import glue
-
     glue(name, rounded(value, digits), display=False)
 
 
