@@ -271,7 +271,12 @@ def show(fig=None):
             record = {"min_text_px": min((m["min_text_px"] for m in measured if m["min_text_px"]), default=None),
                       "min_contrast": min((m["min_contrast"] for m in measured if m["min_contrast"]),
                                           default=None)}
+            others = [artist for artist in [*fig.axes, *fig.texts] if artist not in group and artist.get_visible()]
+            for artist in others:  # nothing of a neighbour may show at the crop's edge
+                artist.set_visible(False)
             data, size = _png(fig, inches, record)
+            for artist in others:
+                artist.set_visible(True)
             display({"image/png": data}, raw=True, metadata={"image/png": size})
     plt.close(fig)
 
