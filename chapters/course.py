@@ -1,20 +1,31 @@
 """Shared pieces of the course: the worked example, notebook set-up and figures.
 
-Every chapter imports this module (it sits next to the chapter notebooks, so
-``import course`` works wherever a chapter runs: the book build, nbval, Binder
-or a local Jupyter). The student notebooks in ``exercises/`` stay
+Every chapter imports this module. It sits next to the chapter notebooks, so
+``import course`` works wherever a chapter runs from the repository: the book
+build, nbval, Binder or a local Jupyter. A chapter opened on its own (Colab, a
+downloaded notebook) first fetches this file from the course's repository
+(:data:`SOURCE_URL`); then it needs only PyTorch, NumPy and Matplotlib:
+:func:`glue` passes numbers to the book when MyST-NB is installed and does
+nothing otherwise. The student notebooks in ``exercises/`` stay
 self-contained and carry their own copy of the worked example; a test checks
 that the copies agree with :func:`worked_example`.
 """
 
 from __future__ import annotations
 
+import io
+import json
 import math
 import random
+import struct
 
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
+
+#: Where a chapter opened on its own fetches this file: the repository and branch of
+#: ``repository:`` in _config.yml (tests/test_launch_buttons.py checks that they agree).
+SOURCE_URL = "https://raw.githubusercontent.com/attention-by-hand/course/main/chapters/course.py"
 
 #: The four tokens of the worked example, in order.
 TOKENS = ["the", "cat", "sat", "down"]
@@ -97,10 +108,177 @@ def setup(seed: int = 0) -> None:
             "axes.facecolor": "white",
             "savefig.facecolor": "white",
             "figure.dpi": 100,
-            "font.size": 10,
-            "axes.titlesize": 11,
+            "font.size": 12,
+            "axes.titlesize": 12,
+            "legend.fontsize": 12,
+            "xtick.labelsize": 12,
+            "ytick.labelsize": 12,
         }
     )
+    _show_figures_sharp()
+
+
+#: Text in a figure, at the size the page draws it, is never smaller than this many CSS pixels: the site's small
+#: print, the 14 px of its footer (0.875 of the body's 16 px). Figures use 12 pt text, 16.7 px at their own size,
+#: so a figure may be shrunk to 84 % of its size and no more: a panel at most 4.2 in wide on a phone's 358 px
+#: column. tests/test_site.py measures every figure on every page, on a laptop and on a phone.
+SMALL_PRINT_PX = 14
+#: The contrast WCAG 2 asks of normal text (AA): every number written on a heatmap cell has at least this much.
+MIN_CONTRAST = 4.5
+#: Figures are drawn at twice their size on the page, so that they stay sharp on high-resolution screens.
+SHARPNESS = 2
+
+
+def _relative_luminance(rgb):
+    """WCAG 2's relative luminance of an sRGB colour given as three floats in [0, 1]."""
+    channel = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb[:3]]
+    return 0.2126 * channel[0] + 0.7152 * channel[1] + 0.0722 * channel[2]
+
+
+def contrast_ratio(first, second):
+    """WCAG 2's contrast ratio of two colours (anything matplotlib accepts), from 1 to 21."""
+    from matplotlib.colors import to_rgba
+
+    def on_white(colour):
+        r, g, b, a = to_rgba(colour)
+        return [a * c + (1 - a) for c in (r, g, b)]
+
+    lighter, darker = sorted((_relative_luminance(on_white(first)), _relative_luminance(on_white(second))),
+                             reverse=True)
+    return (lighter + 0.05) / (darker + 0.05)
+
+
+def text_colour_on(background):
+    """Black or white, whichever stands out more on ``background``: always at least 4.58:1."""
+    return "black" if contrast_ratio("black", background) >= contrast_ratio("white", background) else "white"
+
+
+def _cell_colour(image, x, y):
+    """The colour of the cell of ``image`` (an AxesImage) under the point (x, y) in data coordinates, or None."""
+    values = image.get_array()
+    if values is None or values.ndim != 2:
+        return None
+    rows, cols = values.shape
+    left, right, bottom, top = image.get_extent()
+    j = math.floor((x - left) / (right - left) * cols)
+    i = math.floor((y - top) / (bottom - top) * rows) if image.origin == "upper" else \
+        math.floor((y - bottom) / (top - bottom) * rows)
+    if not (0 <= i < rows and 0 <= j < cols):
+        return None
+    return image.to_rgba(np.ma.masked_invalid(np.asarray(values, dtype=float)[i:i + 1, j:j + 1]))[0, 0]
+
+
+def legibility(artists, dpi):
+    """What a reader needs to read a figure, measured on what it draws.
+
+    ``artists``: a Figure or an Axes. Returns ``{"min_text_px": the smallest text, in pixels at the figure's own
+    size; "min_contrast": the lowest contrast of a text written on a cell of an image (a heatmap's numbers),
+    or None}``.
+    """
+    from matplotlib.text import Text
+
+    texts = [t for t in artists.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    sizes = [t.get_fontsize() * dpi / 72 for t in texts]
+    contrasts = []
+    axes = artists.axes if hasattr(artists, "axes") and isinstance(artists.axes, list) else [artists]
+    for ax in axes:
+        images = ax.get_images()
+        for text in ax.texts:
+            if not (images and text.get_visible() and text.get_text().strip()) or text.get_transform() != ax.transData:
+                continue
+            cell = _cell_colour(images[-1], *text.get_position())
+            if cell is not None:
+                contrasts.append(contrast_ratio(text.get_color(), cell))
+    return {"min_text_px": round(min(sizes), 2) if sizes else None,
+            "min_contrast": round(min(contrasts), 2) if contrasts else None}
+
+
+def _png(fig, bbox="tight", measured=None):
+    """The figure (or the part inside ``bbox``, in inches) as a PNG at SHARPNESS times its size, the
+    legibility record in its text chunk "Legibility"; and its size on the page in CSS pixels."""
+    from PIL import Image, PngImagePlugin
+
+    record = dict(measured or legibility(fig, fig.dpi), sharpness=SHARPNESS)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=SHARPNESS * fig.dpi, bbox_inches=bbox)
+    # 256 colours are plenty for a chart, and make a 2x image about as small as a 1x one was.
+    image = Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
+    image = image.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    info = PngImagePlugin.PngInfo()
+    info.add_text("Legibility", json.dumps(record, sort_keys=True))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", optimize=True, pnginfo=info)
+    data = buffer.getvalue()
+    width, height = struct.unpack(">II", data[16:24])
+    return data, {"width": width // SHARPNESS, "height": height // SHARPNESS}
+
+
+def _show_figures_sharp():
+    """In IPython (Jupyter, Colab), show every figure as a sharp PNG that records its own legibility."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    from matplotlib.figure import Figure
+
+    plt.switch_backend("module://matplotlib_inline.backend_inline")  # sets IPython's own PNG formatter first
+    shell.display_formatter.formatters["image/png"].for_type(Figure, lambda fig: _png(fig))
+
+
+def _panels(fig):
+    """The figure's panels, left to right and top to bottom: each an Axes with the colorbars to its right."""
+    plots, bars = [], []
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.axison and not ax.images and not ax.texts and not ax.patches:
+            continue
+        (bars if hasattr(ax, "_colorbar") else plots).append(ax)
+    renderer = fig.canvas.get_renderer()
+    plots.sort(key=lambda ax: (round(-ax.get_position().y1, 2), ax.get_position().x0))
+    panels = [[ax] for ax in plots]
+    for bar in bars:
+        owner = min(plots, key=lambda ax: abs(bar.get_position().x0 - ax.get_position().x1)
+                    + abs(bar.get_position().y0 - ax.get_position().y0))
+        panels[plots.index(owner)].append(bar)
+    return panels, renderer
+
+
+def show(fig=None):
+    """Show a figure of several panels as one image per panel, so that the page can lay them out side by side
+    on a laptop and one below another on a phone (the site's CSS does); a one-panel figure as one image.
+
+    Each image is sharp (SHARPNESS times its size) and records its legibility (:func:`legibility`). The
+    figure's suptitle, if any, is left out: say it in the text or in each panel's title.
+    """
+    from matplotlib.transforms import Bbox
+
+    fig = fig or plt.gcf()
+    try:
+        from IPython.display import display
+    except ImportError:
+        plt.show()
+        return
+    panels, renderer = _panels(fig)
+    if len(panels) <= 1:
+        display(fig)
+    else:
+        for group in panels:
+            box = Bbox.union([ax.get_tightbbox(renderer) for ax in group])
+            inches = box.transformed(fig.dpi_scale_trans.inverted()).padded(0.08)
+            measured = [legibility(ax, fig.dpi) for ax in group]
+            record = {"min_text_px": min((m["min_text_px"] for m in measured if m["min_text_px"]), default=None),
+                      "min_contrast": min((m["min_contrast"] for m in measured if m["min_contrast"]),
+                                          default=None)}
+            others = [artist for artist in [*fig.axes, *fig.texts] if artist not in group and artist.get_visible()]
+            for artist in others:  # nothing of a neighbour may show at the crop's edge
+                artist.set_visible(False)
+            data, size = _png(fig, inches, record)
+            for artist in others:
+                artist.set_visible(True)
+            display({"image/png": data}, raw=True, metadata={"image/png": size})
+    plt.close(fig)
 
 
 def short_exp(value, digits=0):
@@ -147,33 +325,33 @@ def heatmap(
     vmin=None,
     vmax=None,
     colorbar: bool = False,
+    fontsize: float = 12,
 ):
     """Draw a 2-D matrix as a heatmap with each value written in its cell.
 
     Shape: ``matrix`` is (rows, cols). Returns the matplotlib ``Axes``.
 
     ``fmt`` formats each number (``"{:.0f}"`` for integers, ``"{:.2f}"`` for
-    weights). The text colour switches from dark to light on dark cells so
-    that every number stays readable.
+    weights). Each number is black or white, whichever contrasts more with its
+    cell (at least 4.58:1, above WCAG's 4.5:1).
     """
     values = _as_numpy(matrix)
     if values.ndim != 2:
         raise ValueError(f"heatmap expects a 2-D matrix, got shape {values.shape}")
     if ax is None:
-        width = max(2.5, 0.6 * values.shape[1] + 1.2)
+        width = max(2.5, 0.55 * values.shape[1] + 0.9)
         height = max(2.0, 0.5 * values.shape[0] + 1.0)
         _, ax = plt.subplots(figsize=(width, height))
     finite = values[np.isfinite(values)]
     lo = vmin if vmin is not None else (finite.min() if finite.size else 0.0)
     hi = vmax if vmax is not None else (finite.max() if finite.size else 1.0)
     image = ax.imshow(values, cmap=cmap, vmin=lo, vmax=hi, aspect="auto")
-    middle = (lo + hi) / 2
     for i in range(values.shape[0]):
         for j in range(values.shape[1]):
             v = values[i, j]
             text = fmt.format(v) if np.isfinite(v) else ("−∞" if v < 0 else "NaN" if np.isnan(v) else "∞")
-            colour = "white" if np.isfinite(v) and v > middle and hi > lo else "black"
-            ax.text(j, i, text, ha="center", va="center", color=colour, fontsize=9)
+            cell = image.to_rgba(np.ma.masked_invalid(values[i:i + 1, j:j + 1]))[0, 0]
+            ax.text(j, i, text, ha="center", va="center", color=text_colour_on(cell), fontsize=fontsize)
     ax.set_xticks(range(values.shape[1]))
     ax.set_yticks(range(values.shape[0]))
     ax.set_xticklabels(col_labels if col_labels is not None else range(values.shape[1]))
@@ -204,13 +382,28 @@ def rounded(value, digits, margin=1e-9):
     return float(result) if result.ndim == 0 else result
 
 
+def glue(name, value, display=True):
+    """Pass ``value`` to the book's text under ``name`` (MyST-NB's ``glue``).
+
+    Without MyST-NB (a chapter opened in Colab or a plain Jupyter) there is no
+    book to paste into: the value is only shown, if ``display`` asks for it.
+    """
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        if display:
+            from IPython.display import display as show
+
+            show(value)
+        return
+    myst_glue(name, value, display=display)
+
+
 def glue_number(name, value, digits):
     """Glue a float for the text, rounded to ``digits`` decimals (see :func:`rounded`).
 
     Quote it with the same number of decimals: ``{glue:text}`name:.3f``` for ``digits=3``.
     """
-    from myst_nb import glue
-
     glue(name, rounded(value, digits), display=False)
 
 
@@ -261,3 +454,308 @@ def significant(value, digits):
     if value == 0:
         return 0.0
     return round(value, digits - 1 - math.floor(math.log10(abs(value))))
+
+
+# Diagrams ---------------------------------------------------------------------------------------------------
+# Pictures of the idea, drawn from the shapes the chapters compute with. Each diagram is one or more small
+# figures (at most 3.5 in wide, so that a phone shows them at full size), laid out in inches: one data unit of
+# the axes is one inch of the figure. Show them with show(), like every figure.
+
+#: One colour per role, the same in every diagram: input, query, key, value, score, weight, output.
+ROLE_COLOURS = {"x": "#d9d9d9", "q": "#9ecae1", "k": "#fdae6b", "v": "#a1d99b", "s": "#dadaeb", "a": "#bcbddc",
+                "z": "#c7e9c0", "w": "#f0f0f0", "masked": "#737373"}
+
+
+def _canvas(width, height, title):
+    """A blank figure of width x height inches whose data coordinates are inches (origin at bottom left)."""
+    fig = plt.figure(figsize=(width, height))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, width)
+    ax.set_ylim(0, height)
+    ax.axis("off")
+    ax.set_title(title, y=1.0, pad=-18, fontsize=12)
+    return fig, ax
+
+
+def _grid(ax, x, top, rows, cols, colour, *, cell=0.2, label="", shape="", fill=None):
+    """A rows x cols matrix with its top-left corner at (x, top); ``label`` above it, ``shape`` below.
+    ``fill``: an optional function (i, j) -> colour or None, for single cells. Returns (x, top, width, height)."""
+    from matplotlib.patches import Rectangle
+
+    width, height = cols * cell, rows * cell
+    for i in range(rows):
+        for j in range(cols):
+            colour_ij = (fill(i, j) if fill else None) or colour
+            ax.add_patch(Rectangle((x + j * cell, top - (i + 1) * cell), cell, cell, facecolor=colour_ij,
+                                   edgecolor="#525252", linewidth=0.5))
+    ax.add_patch(Rectangle((x, top - height), width, height, fill=False, edgecolor="#252525", linewidth=1.2))
+    if label:
+        ax.text(x + width / 2, top + 0.06, label, ha="center", va="bottom", fontsize=12)
+    if shape:
+        ax.text(x + width / 2, top - height - 0.06, shape, ha="center", va="top", fontsize=11, color="#252525")
+    return x, top, width, height
+
+
+def _arrow(ax, start, end, text="", *, side="right", colour="#252525"):
+    """An arrow from ``start`` to ``end`` (inches), with ``text`` beside its middle."""
+    ax.annotate("", xy=end, xytext=start,
+                arrowprops={"arrowstyle": "-|>", "color": colour, "linewidth": 1.3, "shrinkA": 2, "shrinkB": 2})
+    if text:
+        mx, my = (start[0] + end[0]) / 2, (start[1] + end[1]) / 2
+        offset = {"right": (0.08, 0, "left", "center"), "left": (-0.08, 0, "right", "center"),
+                  "above": (0, 0.06, "center", "bottom"), "below": (0, -0.06, "center", "top")}[side]
+        ax.text(mx + offset[0], my + offset[1], text, ha=offset[2], va=offset[3], fontsize=11)
+
+
+def attention_flow_diagram(T, d_model, d_k, d_v):
+    """Chapter 1's computation as three pictures: project, score and normalise, mix. Returns three figures."""
+    c = 0.2
+    figures = []
+    # 1. each token's row of X becomes a query, a key and a value
+    fig, ax = _canvas(3.4, 4.3, "1. Project: X W = Q, K, V")
+    x_left, x_top = 0.15, 2.6
+    _grid(ax, x_left, x_top, T, d_model, ROLE_COLOURS["x"], cell=c, label="X", shape=f"({T}, {d_model})",
+          fill=lambda i, j: "#969696" if i == 2 else None)
+    outputs = [("Q", "q", d_k, 3.5, "#6baed6"), ("K", "k", d_k, 2.2, "#fd8d3c"), ("V", "v", d_v, 0.9, "#74c476")]
+    for name, role, width, top, dark in outputs:
+        _grid(ax, 2.45, top, T, width, ROLE_COLOURS[role], cell=c, label=name, shape=f"({T}, {width})",
+              fill=lambda i, j, dark=dark: dark if i == 2 else None)
+        _arrow(ax, (x_left + d_model * c + 0.05, x_top - T * c / 2), (2.4, top - T * c / 2))
+        ax.text(2.0, top - T * c / 2 + 0.12, f"$W_{name}$", fontsize=11, ha="right", va="bottom")
+    ax.text(x_left + d_model * c / 2, x_top - T * c - 0.45, "one row per token;\nrow 2 gives\nrow 2 of each",
+            ha="center", va="top", fontsize=11)
+    figures.append(fig)
+    # 2. every query meets every key; each row of scores becomes weights that sum to 1
+    fig, ax = _canvas(3.4, 3.9, "2. Score, then normalise each row")
+    _grid(ax, 0.2, 3.2, T, d_k, ROLE_COLOURS["q"], cell=c, label="Q", shape=f"({T}, {d_k})")
+    ax.text(0.95, 2.8, "·", fontsize=20, ha="center", va="center")
+    _grid(ax, 1.15, 3.2, d_k, T, ROLE_COLOURS["k"], cell=c, label="Kᵀ", shape=f"({d_k}, {T})")
+    ax.text(2.2, 2.8, "=", fontsize=16, ha="center", va="center")
+    _grid(ax, 2.45, 3.2, T, T, ROLE_COLOURS["s"], cell=c, label="S", shape=f"({T}, {T})")
+    _arrow(ax, (2.85, 2.1), (2.85, 1.35), "softmax($S/\\sqrt{d_k}$)\nalong each row", side="left")
+    _grid(ax, 2.45, 1.25, T, T, ROLE_COLOURS["a"], cell=c, label="", shape=f"A ({T}, {T})",
+          fill=lambda i, j: "#807dba" if i == 2 else None)
+    ax.text(2.35, 1.25 - 2.5 * c, "each row\nsums to 1", ha="right", va="center", fontsize=11)
+    figures.append(fig)
+    # 3. each output row is a weighted average of the value rows
+    fig, ax = _canvas(3.4, 2.6, "3. Mix the values: Z = A V")
+    _grid(ax, 0.2, 1.75, T, T, ROLE_COLOURS["a"], cell=c, label="A", shape=f"({T}, {T})",
+          fill=lambda i, j: "#807dba" if i == 2 else None)
+    ax.text(1.15, 1.35, "·", fontsize=20, ha="center", va="center")
+    _grid(ax, 1.35, 1.75, T, d_v, ROLE_COLOURS["v"], cell=c, label="V", shape=f"({T}, {d_v})")
+    ax.text(2.15, 1.35, "=", fontsize=16, ha="center", va="center")
+    _grid(ax, 2.4, 1.75, T, d_v, ROLE_COLOURS["z"], cell=c, label="Z", shape=f"({T}, {d_v})",
+          fill=lambda i, j: "#41ab5d" if i == 2 else None)
+    ax.text(1.7, 0.25, "row i of Z = the rows of V,\nweighted by row i of A", ha="center", va="center",
+            fontsize=11)
+    figures.append(fig)
+    return figures
+
+
+def mask_diagram(T, padded):
+    """Chapter 4's two masks on a (T, T) grid of scores: causal (no key after the query) and padding (no key
+    that is padding; ``padded`` keys at the end). Returns two figures."""
+    figures = []
+    c = 0.42
+    for title, hidden in [("Causal mask: no future keys", lambda i, j: j > i),
+                          (f"Padding mask: last {padded} keys are padding", lambda i, j: j >= T - padded)]:
+        fig, ax = _canvas(3.3, 3.3, title)
+        left, top = 0.75, 2.65
+        _grid(ax, left, top, T, T, ROLE_COLOURS["a"], cell=c,
+              fill=lambda i, j, hidden=hidden: ROLE_COLOURS["masked"] if hidden(i, j) else None)
+        for i in range(T):
+            for j in range(T):
+                ax.text(left + (j + 0.5) * c, top - (i + 0.5) * c, "−∞" if hidden(i, j) else "s",
+                        ha="center", va="center", fontsize=11, color="white" if hidden(i, j) else "black")
+            ax.text(left - 0.08, top - (i + 0.5) * c, f"q{i}", ha="right", va="center", fontsize=11)
+            ax.text(left + (i + 0.5) * c, top + 0.06, f"k{i}", ha="center", va="bottom", fontsize=11)
+        ax.text(left + T * c / 2, top - T * c - 0.1, "−∞ before softmax: weight exactly 0;\n"
+                "each row's other weights still sum to 1", ha="center", va="top", fontsize=11)
+        figures.append(fig)
+    return figures
+
+
+def head_split_diagram(D, H):
+    """Chapter 6's split and merge of heads, for one token: D features become H heads of D/H, each head
+    attends on its own, and the H outputs are put side by side again. Returns two figures."""
+    d = D // H
+    palette = ["#9ecae1", "#fdae6b", "#a1d99b", "#bcbddc", "#fc9272", "#c7e9c0", "#dadaeb", "#fdd0a2"]
+    head = lambda i, j: palette[(j // d) % len(palette)]  # noqa: E731  (colour of feature j: its head)
+    c = min(0.3, 2.8 / D)
+    figures = []
+    fig, ax = _canvas(3.4, 3.3, "Split: one token, H heads")
+    _grid(ax, 0.2, 2.7, 1, D, "white", cell=c, label=f"q of one token, width D = {D}", shape="(B, T, D)", fill=head)
+    _arrow(ax, (0.2 + D * c / 2, 2.2), (0.2 + D * c / 2, 1.75), ".view(B, T, H, D/H)\n.transpose(1, 2)", side="right")
+    for h in range(H):
+        _grid(ax, 0.2 + h * (d * c + 0.2), 1.6, 1, d, palette[h % len(palette)], cell=c)
+        ax.text(0.2 + h * (d * c + 0.2) + d * c / 2, 1.6 - c - 0.06, f"head {h}", ha="center", va="top", fontsize=11)
+    ax.text(1.7, 0.65, f"(B, H, T, D/H) = (B, {H}, T, {d}):\neach head attends on its own", ha="center",
+            va="top", fontsize=11)
+    figures.append(fig)
+    fig, ax = _canvas(3.4, 3.3, "Merge: heads side by side, then $W_O$")
+    for h in range(H):
+        _grid(ax, 0.2 + h * (d * c + 0.2), 2.7, 1, d, palette[h % len(palette)], cell=c)
+        ax.text(0.2 + h * (d * c + 0.2) + d * c / 2, 2.7 + 0.06, f"z{h}", ha="center", va="bottom", fontsize=11)
+    _arrow(ax, (0.2 + D * c / 2, 2.25), (0.2 + D * c / 2, 1.8), ".transpose(1, 2)\n.reshape(B, T, D)", side="right")
+    _grid(ax, 0.2, 1.65, 1, D, "white", cell=c, fill=head)
+    _arrow(ax, (0.2 + D * c / 2, 1.25), (0.2 + D * c / 2, 0.8), "× $W_O$: mixes the heads", side="right")
+    _grid(ax, 0.2, 0.65, 1, D, ROLE_COLOURS["z"], cell=c, shape="output (B, T, D)")
+    figures.append(fig)
+    return figures
+
+
+def rotation_diagram(theta, m, n):
+    """Chapter 7's RoPE for one pair of features: the query at position m turns by m·theta, the key at n by
+    n·theta; their dot product sees only the angle between them, which changes by (n - m)·theta. Returns a figure."""
+    from matplotlib.patches import Arc
+
+    fig, ax = _canvas(3.4, 3.4, "RoPE turns each pair by position × θ")
+    centre, radius = (1.7, 1.45), 1.15
+    ax.add_patch(plt.Circle(centre, radius, fill=False, color="#bdbdbd", linewidth=1))
+    base = 0.35  # the angle of the unrotated vectors (same content: q = k)
+    for name, angle, colour, pos in [("q", base + m * theta, "#3182bd", m), ("k", base + n * theta, "#e6550d", n)]:
+        end = (centre[0] + radius * math.cos(angle), centre[1] + radius * math.sin(angle))
+        _arrow(ax, centre, end, colour=colour)
+        ax.text(end[0] + 0.1 * math.cos(angle), end[1] + 0.1 * math.sin(angle), f"{name} at {pos}",
+                ha="center", va="center", fontsize=11, color="black")
+    ax.plot([centre[0], centre[0] + radius], [centre[1]] * 2, color="#bdbdbd", linewidth=1, linestyle=":")
+    lo, hi = sorted((base + m * theta, base + n * theta))
+    ax.add_patch(Arc(centre, 0.9, 0.9, theta1=math.degrees(lo), theta2=math.degrees(hi), color="#252525"))
+    mid = (lo + hi) / 2
+    ax.text(centre[0] + 0.62 * math.cos(mid), centre[1] + 0.62 * math.sin(mid), f"({n} − {m})θ",
+            ha="center", va="center", fontsize=11)
+    ax.text(1.7, 0.12, "shift both positions: both turn alike,\nthe angle between them stays", ha="center",
+            va="bottom", fontsize=11)
+    return fig
+
+
+def induction_diagram(tokens, current):
+    """Chapter 8's induction circuit on a token sequence: layer 0's previous-token head writes into each position
+    the token before it; at ``current``, layer 1's induction head finds the earlier position whose previous token
+    matches, and copies the token there. Returns a figure."""
+    T = len(tokens)
+    c = 3.1 / T
+    fig, ax = _canvas(3.4, 2.9, "Two heads in two layers copy a pattern")
+    top = 1.45
+    _grid(ax, 0.15, top, 1, T, ROLE_COLOURS["x"], cell=c,
+          fill=lambda i, j: "#fdd0a2" if j == current else None)
+    for j, token in enumerate(tokens):
+        ax.text(0.15 + (j + 0.5) * c, top - c / 2, str(token), ha="center", va="center", fontsize=11)
+    earlier = max(j for j in range(current) if tokens[j] == tokens[current])
+    target = earlier + 1
+    for j in range(1, T):  # layer 0: each position looks one back
+        ax.annotate("", xy=(0.15 + (j - 0.5) * c, top - c - 0.03), xytext=(0.15 + (j + 0.5) * c, top - c - 0.03),
+                    arrowprops={"arrowstyle": "-|>", "color": "#3182bd", "linewidth": 1,
+                                "connectionstyle": "arc3,rad=0.6", "shrinkA": 1, "shrinkB": 1})
+    ax.text(1.7, top - c - 0.35, "layer 0: previous-token head", ha="center", va="top", fontsize=11,
+            color="#08519c")
+    ax.annotate("", xy=(0.15 + (target + 0.5) * c, top + 0.03), xytext=(0.15 + (current + 0.5) * c, top + 0.03),
+                arrowprops={"arrowstyle": "-|>", "color": "#a63603", "linewidth": 1.5,
+                            "connectionstyle": "arc3,rad=0.45", "shrinkA": 1, "shrinkB": 1})
+    ax.text(1.7, top + 0.5, f"layer 1: induction head at “{tokens[current]}”\n"
+            f"attends after the earlier “{tokens[current]}”, copies “{tokens[target]}”",
+            ha="center", va="bottom", fontsize=11, color="#7f2704")
+    return fig
+
+
+def tiles_diagram(T, block):
+    """Chapter 9's tiled causal attention: the (T, T) scores in (block, block) tiles, swept one row of tiles at a
+    time with a running maximum and sum; tiles above the diagonal are never computed. Returns a figure."""
+    n = T // block
+    c = 2.3 / T
+    fig, ax = _canvas(3.4, 3.4, "Tiles sweep the score matrix")
+    left, top = 0.85, 2.75
+    from matplotlib.patches import Rectangle
+
+    for bi in range(n):
+        for bj in range(n):
+            skipped, row = bj > bi, bi == n - 2
+            colour = "white" if skipped else ("#807dba" if row else ROLE_COLOURS["a"])
+            ax.add_patch(Rectangle((left + bj * block * c, top - (bi + 1) * block * c), block * c, block * c,
+                                   facecolor=colour, edgecolor="#252525", linewidth=1,
+                                   hatch="///" if skipped else None))
+            if row and not skipped:
+                ax.text(left + (bj + 0.5) * block * c, top - (bi + 0.5) * block * c, str(bj + 1), ha="center",
+                        va="center", fontsize=11, color="white")
+    ax.text(left - 0.08, top - (n - 1.5) * block * c, "queries\nblock", ha="right", va="center", fontsize=11)
+    ax.text(left + T * c / 2, top + 0.06, f"keys, in blocks of {block}", ha="center", va="bottom", fontsize=11)
+    ax.text(left + T * c / 2, top - T * c - 0.08, "numbers: one sweep, with a running\nmax and sum; "
+            "hatched: skipped", ha="center", va="top", fontsize=11)
+    return fig
+
+
+def kv_cache_diagram(steps):
+    """Chapter 9's KV cache: at each generation step the new token's key and value are appended, and only its
+    query attends over everything cached. Returns a figure."""
+    fig, ax = _canvas(3.4, 0.55 * steps + 0.9, "A KV cache grows by one row a step")
+    c = 0.2
+    for t in range(steps):
+        y = 0.55 * (steps - t) + 0.2
+        ax.text(0.1, y - c / 2, f"step {t + 1}", ha="left", va="center", fontsize=11)
+        _grid(ax, 0.95, y, 1, t + 1, ROLE_COLOURS["k"], cell=c, fill=lambda i, j, t=t: "#e6550d" if j == t else None)
+        _grid(ax, 2.05, y, 1, t + 1, ROLE_COLOURS["v"], cell=c, fill=lambda i, j, t=t: "#31a354" if j == t else None)
+    ax.text(0.95, 0.55 * steps + 0.35, "keys", ha="left", va="bottom", fontsize=11)
+    ax.text(2.05, 0.55 * steps + 0.35, "values", ha="left", va="bottom", fontsize=11)
+    ax.text(1.7, 0.1, "dark: the new token's, appended", ha="center", va="bottom", fontsize=11)
+    return fig
+
+
+def _box(ax, x, y, width, height, text, colour):
+    """A rounded box centred at (x, y) with ``text`` inside."""
+    from matplotlib.patches import FancyBboxPatch
+
+    ax.add_patch(FancyBboxPatch((x - width / 2, y - height / 2), width, height, boxstyle="round,pad=0.03",
+                                facecolor=colour, edgecolor="#252525", linewidth=1))
+    ax.text(x, y, text, ha="center", va="center", fontsize=11)
+
+
+def one_query_diagram(tokens, query):
+    """Chapter 2's attention for one query token: its query meets every key (a score each), the softmax turns
+    the scores into weights, and the weights mix the values. Returns a figure."""
+    T = len(tokens)
+    row = 0.42
+    fig, ax = _canvas(3.4, row * T + 1.55, f"One query: “{tokens[query]}”")
+    top = row * T + 0.8
+    _box(ax, 0.45, top - row * T / 2, 0.7, 0.4, f"$q$ {tokens[query]}", ROLE_COLOURS["q"])
+    for j, token in enumerate(tokens):
+        y = top - (j + 0.5) * row
+        _arrow(ax, (0.82, top - row * T / 2), (1.05, y))
+        _box(ax, 1.45, y, 0.7, 0.32, f"$k$ {token}", ROLE_COLOURS["k"])
+        ax.text(2.05, y, f"→ $a_{j}$", ha="left", va="center", fontsize=11)
+        _box(ax, 2.95, y, 0.7, 0.32, f"$v$ {token}", ROLE_COLOURS["v"])
+    ax.text(1.45, top + 0.08, "score: $q \\cdot k$", ha="center", va="bottom", fontsize=11)
+    ax.text(2.95, top + 0.08, "value", ha="center", va="bottom", fontsize=11)
+    ax.text(1.7, 0.1, f"softmax of the scores: weights $a_j$ (sum 1)\n"
+            f"output for “{tokens[query]}”: $\\sum_j a_j v_j$", ha="center", va="bottom", fontsize=11)
+    return fig
+
+
+def single_head_diagram(D, d_k, d_v):
+    """Chapter 5's single-head module (three projections, no output projection), top to bottom, with the shape
+    at every step. Returns a figure."""
+    steps = [("x", f"(B, T, {D})", ROLE_COLOURS["x"]),
+             ("q, k, v = x W_Q, x W_K, x W_V", f"(B, T, {d_k}), (B, T, {d_k}), (B, T, {d_v})", ROLE_COLOURS["q"]),
+             ("weights = softmax(q kᵀ / √d_k)", "(B, T, T), rows sum to 1", ROLE_COLOURS["a"]),
+             ("z = weights v: the output", f"(B, T, {d_v})", ROLE_COLOURS["z"])]
+    gap = 0.72
+    fig, ax = _canvas(3.4, gap * len(steps) + 0.5, "Single-head attention, shape by shape")
+    for k, (text, shape, colour) in enumerate(steps):
+        y = gap * (len(steps) - k) - 0.1
+        _box(ax, 1.7, y, 3.1, 0.44, f"{text}\n{shape}", colour)
+        if k:
+            _arrow(ax, (1.7, y + gap - 0.24), (1.7, y + 0.25))
+    return fig
+
+
+def latex_matrix(matrix, fmt="{:.0f}"):
+    """A matrix as a LaTeX bmatrix, each entry formatted with ``fmt``: [[1, 0], [0, 1]] -> \\begin{bmatrix}..."""
+    values = _as_numpy(matrix)
+    rows = [" & ".join(fmt.format(v).replace("-", "−") for v in row) for row in values]
+    return "\\begin{bmatrix} " + " \\\\ ".join(rows) + " \\end{bmatrix}"
+
+
+def glue_math(name, latex):
+    """Glue a display equation (LaTeX without $$) for the text: ``{glue:math}`` name in a directive."""
+    from IPython.display import Math
+
+    glue(name, Math(latex), display=False)

@@ -11,6 +11,10 @@ contents:
 - every figure loads and has alt text that describes it;
 - on a phone (390 px) the page is no wider than the screen: only code, tables
   and wide equations scroll sideways, in their own boxes;
+- every figure is sharp (drawn at 2x) and legible where it is shown: its smallest text, at the size the page
+  draws it on a laptop and on a phone, is at least the site's small print, and every number on a heatmap
+  cell contrasts with the cell at least 4.5:1 (each figure records what it draws, chapters/course.py);
+  and on a phone no figure is cut off: wide ones wrap their panels or shrink, none scrolls out of view;
 - it stays within budget on a first visit (empty cache): at most 2 MB
   transferred, and ready (equations typeset) within 2 s, timed as the best of
   up to three loads. Outside CI, a time overrun on a machine busier than it
@@ -30,8 +34,11 @@ Needs Chromium or Google Chrome (tools/site.py: CHROMIUM). Without it the browse
 saying how to install it; with CI=true they fail instead.
 """
 
+import json
 import os
 import re
+import struct
+import sys
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from urllib.error import HTTPError
@@ -43,6 +50,11 @@ import yaml
 
 from tools.paths import EXERCISES, ROOT
 from tools.site import CHROMIUM, HOW_TO_GET_CHROMIUM, launch, offline_context, serve, toc_pages
+
+sys.path.insert(0, str(ROOT / "chapters"))
+from course import MIN_CONTRAST, SMALL_PRINT_PX  # noqa: E402  (the figures' promises, stated once)
+
+sys.path.remove(str(ROOT / "chapters"))
 
 PAGES = toc_pages(yaml.safe_load((ROOT / "_toc.yml").read_text()))
 EXERCISE_PAGES = [page for page in PAGES if page.startswith("exercises/")]
@@ -90,10 +102,19 @@ MATH = """() => {
   result.text = document.body.innerText;
   return result;
 }"""
-# On the phone: each figure's drawn width and its own width (a shrunk figure's numbers are hard to read).
-PHONE_FIGURES = """() => [...document.querySelectorAll("article div.cell_output > img")].map(img => ({
-  alt: (img.getAttribute("alt") || "").slice(0, 60), shown: img.getBoundingClientRect().width, width: img.naturalWidth,
-}))"""
+# Each figure as drawn: its width on the page and its own width in image pixels, its left and right edges,
+# and whether a box around it cuts part of it off (a box that hides or scrolls what sticks out of it).
+DRAWN_FIGURES = """() => [...document.querySelectorAll("article img")].map(img => {
+  const r = img.getBoundingClientRect();
+  let clipped = false;
+  for (let box = img.parentElement; box && box !== document.body; box = box.parentElement) {
+    const b = box.getBoundingClientRect();
+    if (getComputedStyle(box).overflowX !== "visible" && (r.left < b.left - 1 || r.right > b.right + 1)) clipped = true;
+  }
+  return {src: img.getAttribute("src"), alt: (img.getAttribute("alt") || "").slice(0, 60), shown: r.width,
+          natural: img.naturalWidth, left: r.left, right: r.right, clipped: clipped,
+          screen: document.documentElement.clientWidth};
+})"""
 # At laptop width: display equations and code blocks wider than the column (each then
 # needs a horizontal scrollbar), with the start of the widest line of each. A `text`
 # block is a transcript of what a program printed, shown as printed.
@@ -148,6 +169,7 @@ class Visit:
     figures: list = field(default_factory=list)
     phone_width: int = 0
     too_wide: list = field(default_factory=list)
+    laptop_figures: list = field(default_factory=list)
     phone_figures: list = field(default_factory=list)
     math: dict = field(default_factory=dict)
     laptop_overflow: dict = field(default_factory=dict)
@@ -208,9 +230,10 @@ def first_visit(browser, base, page_path):
         setattr(visit, key, value)
     visit.figures = page.evaluate(FIGURES)
     visit.laptop_overflow = page.evaluate(LAPTOP_OVERFLOW)
+    visit.laptop_figures = page.evaluate(DRAWN_FIGURES)
     page.set_viewport_size(PHONE)
     visit.phone_width, visit.too_wide = page.evaluate(TOO_WIDE)
-    visit.phone_figures = page.evaluate(PHONE_FIGURES)
+    visit.phone_figures = page.evaluate(DRAWN_FIGURES)
     visit.math = page.evaluate(MATH)
     context.close()
     return visit
@@ -338,12 +361,74 @@ def test_equations_and_code_fit_the_column_on_a_laptop(visits, page):
     assert not overflow["code"], f"{page}: code wider than the column at 1280 px, widest lines: {overflow['code']}"
 
 
+def legibility_record(url):
+    """The record that chapters/course.py writes into every figure it draws (the PNG text chunk "Legibility"):
+    its smallest text in pixels at the figure's own size, the lowest contrast of a number on a heatmap cell,
+    and how many image pixels it has per CSS pixel. None for an image that carries no record."""
+    if url not in _RECORDS:
+        data, records = fetch(url), {}
+        assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{url} is not a PNG"
+        at = 8
+        while at < len(data):
+            (length,) = struct.unpack(">I", data[at:at + 4])
+            kind, body = data[at + 4:at + 8], data[at + 8:at + 8 + length]
+            if kind == b"tEXt":
+                key, _, value = body.partition(b"\0")
+                records[key.decode("latin-1")] = value.decode("latin-1")
+            at += 12 + length
+        _RECORDS[url] = json.loads(records["Legibility"]) if "Legibility" in records else None
+    return _RECORDS[url]
+
+
+_RECORDS = {}
+
+
+def drawn(visit, width):
+    return visit.laptop_figures if width == "laptop" else visit.phone_figures
+
+
+@pytest.mark.parametrize("width", ["laptop", "phone"])
 @pytest.mark.parametrize("page", PAGES)
-def test_figures_are_not_shrunk_on_a_phone(visits, page):
-    """A wide figure scrolls sideways instead, so the numbers in its heatmaps stay readable."""
-    shrunk = [f"{f['alt']!r}: {f['shown']:.0f} px of {f['width']} px"
-              for f in visits[page].phone_figures if f["shown"] < f["width"] - 1]
-    assert not shrunk, f"{page} on a {PHONE['width']} px phone shrinks figures: {shrunk}"
+def test_figures_are_sharp_and_their_text_readable(visits, site, page, width):
+    """Every figure is drawn at twice its size (sharp on a high-resolution screen), and its smallest text,
+    at the size the page shows it, is at least the site's small print: SMALL_PRINT_PX CSS pixels, on a
+    1280 px laptop and on a 390 px phone."""
+    problems = []
+    for figure in drawn(visits[page], width):
+        record = legibility_record(urljoin(site + page + ".html", figure["src"]))
+        if record is None:
+            problems.append(f"{file_name(figure['src'])} ({figure['alt']!r}) carries no legibility record: "
+                            "draw it with course.show()")
+            continue
+        if record["sharpness"] < 2:
+            problems.append(f"{figure['alt']!r} is drawn at {record['sharpness']}x, not 2x")
+        scale = figure["shown"] / (figure["natural"] / record["sharpness"])
+        smallest = record["min_text_px"] * scale
+        if smallest < SMALL_PRINT_PX - 0.05:
+            problems.append(f"{figure['alt']!r}: smallest text {smallest:.1f} px (drawn at {scale:.0%} of its size)")
+    assert not problems, f"{page} at {width} width (small print: {SMALL_PRINT_PX} px): " + "; ".join(problems)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_numbers_on_heatmap_cells_have_contrast(visits, site, page):
+    """Every number written on a heatmap cell contrasts with that cell at least 4.5:1 (WCAG 2, AA)."""
+    weak = []
+    for figure in visits[page].laptop_figures:
+        record = legibility_record(urljoin(site + page + ".html", figure["src"]))
+        if record and record["min_contrast"] is not None and record["min_contrast"] < MIN_CONTRAST:
+            weak.append(f"{figure['alt']!r}: {record['min_contrast']:.2f}:1")
+    assert not weak, f"{page}: numbers on heatmap cells below {MIN_CONTRAST}:1: {weak}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_figure_is_cut_off_on_a_phone(visits, page):
+    """At 390 px every figure is whole on the screen: wide figures wrap their panels one below another or
+    shrink to the column (readably: see above), and none hides behind the screen's edge or in a scrolling box."""
+    cut = [f"{f['alt']!r}: {f['left']:.0f} to {f['right']:.0f} px of {f['screen']} px"
+           + (", inside a box that clips it" if f["clipped"] else "")
+           for f in visits[page].phone_figures
+           if f["left"] < -1 or f["right"] > f["screen"] + 1 or f["clipped"]]
+    assert not cut, f"{page} on a {PHONE['width']} px phone cuts off figures: {cut}"
 
 
 @pytest.mark.parametrize("page", PAGES)
