@@ -73,21 +73,35 @@ MEASURE = """async () => {
   await (window.MathJax && MathJax.startup ? MathJax.startup.promise : Promise.resolve());
   const ready = performance.now();
   await document.fonts.ready;
-  const nav = performance.getEntriesByType("navigation")[0];
-  const entries = [nav, ...performance.getEntriesByType("resource")];
+  return {load_ms: performance.getEntriesByType("navigation")[0].loadEventEnd, ready_ms: ready};
+}"""
+
+# Every figure, brought to the screen one after the other (figures load lazily, as a reader scrolls:
+# tools/lazy_images.py) and given up to 10 s to load; then back to the top.
+FIGURES = """async () => {
+  const figures = [];
+  for (const img of document.querySelectorAll("article img")) {
+    img.scrollIntoView();
+    const deadline = performance.now() + 10000;
+    while (!(img.complete && img.naturalWidth > 0) && performance.now() < deadline) {
+      await new Promise(resolve => setTimeout(resolve, 20));
+    }
+    figures.push({src: img.getAttribute("src"), alt: img.getAttribute("alt") || "",
+                  complete: img.complete, width: img.naturalWidth});
+  }
+  window.scrollTo(0, 0);
+  return figures;
+}"""
+
+# What the page weighs with every figure loaded: requests, bytes transferred and unpacked.
+WEIGHT = """() => {
+  const entries = [performance.getEntriesByType("navigation")[0], ...performance.getEntriesByType("resource")];
   return {
-    load_ms: nav.loadEventEnd,
-    ready_ms: ready,
     requests: entries.length,
     transferred: entries.reduce((sum, e) => sum + e.transferSize, 0),
     unpacked: entries.reduce((sum, e) => sum + e.decodedBodySize, 0),
   };
 }"""
-
-FIGURES = """() => [...document.querySelectorAll("article img")].map(img => ({
-  src: img.getAttribute("src"), alt: img.getAttribute("alt") || "",
-  complete: img.complete, width: img.naturalWidth,
-}))"""
 
 MATH = """() => {
   const math = [...document.querySelectorAll(".math")];
@@ -229,6 +243,8 @@ def first_visit(browser, base, page_path):
     for key, value in page.evaluate(MEASURE).items():
         setattr(visit, key, value)
     visit.figures = page.evaluate(FIGURES)
+    for key, value in page.evaluate(WEIGHT).items():
+        setattr(visit, key, value)
     visit.laptop_overflow = page.evaluate(LAPTOP_OVERFLOW)
     visit.laptop_figures = page.evaluate(DRAWN_FIGURES)
     page.set_viewport_size(PHONE)

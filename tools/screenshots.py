@@ -35,6 +35,14 @@ SET_MODE = 'localStorage.setItem("mode", "{0}"); localStorage.setItem("theme", "
 WAIT_FOR_MATH = "window.MathJax && MathJax.startup ? MathJax.startup.promise.then(() => true) : true"
 
 
+LOAD_EVERY_IMAGE = """async () => {
+  for (const img of document.querySelectorAll("img")) {
+    img.loading = "eager";
+    if (!img.complete) await img.decode().catch(() => null);
+  }
+}"""
+
+
 def screenshot(browser, base, page_path, width, mode):
     blocked = []
     context = offline_context(browser, base, blocked, color_scheme=mode, **WIDTHS[width])
@@ -43,6 +51,7 @@ def screenshot(browser, base, page_path, width, mode):
     page.goto(base + page_path + ".html", wait_until="load")
     page.evaluate(WAIT_FOR_MATH)
     page.evaluate("document.fonts.ready.then(() => true)")
+    page.evaluate(LOAD_EVERY_IMAGE)  # figures load lazily, as a reader scrolls (tools/lazy_images.py)
     target = OUT / f"{page_path.replace('/', '__')}--{width}-{mode}.png"
     page.screenshot(path=str(target), full_page=True)
     context.close()
