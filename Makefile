@@ -71,8 +71,8 @@ test: $(STAMP)
 # holds only that assignment's submissions.
 check: $(STAMP)
 	COURSE_ASSIGNMENTS=$(ASSIGNMENT) $(BIN)/python -m pytest -p no:cacheprovider $(PYTEST_ARGS) \
-	  tests/test_grading.py tests/test_visible_tests.py tests/test_feedback.py tests/test_feedback_values.py \
-	  tests/test_integrity.py tests/test_release.py
+	  tests/test_wrong_implementations_lose_points.py tests/test_visible_tests_warn_at_the_mistake.py tests/test_feedback_hides_hidden_tests.py tests/test_feedback_teaches_without_telling.py \
+	  tests/test_grades_cannot_be_faked.py tests/test_release_is_exactly_the_generated_one.py
 
 release: $(STAMP)
 	$(BIN)/python -m tools.release $(ASSIGNMENT)

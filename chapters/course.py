@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 #: Where a chapter opened on its own fetches this file: the repository and branch of
-#: ``repository:`` in _config.yml (tests/test_launch_buttons.py checks that they agree).
+#: ``repository:`` in _config.yml (tests/test_launch_buttons_open_what_works.py checks that they agree).
 SOURCE_URL = "https://raw.githubusercontent.com/attention-by-hand/course/main/chapters/course.py"
 
 #: The four tokens of the worked example, in order.
@@ -121,7 +121,7 @@ def setup(seed: int = 0) -> None:
 #: Text in a figure, at the size the page draws it, is never smaller than this many CSS pixels: the site's small
 #: print, the 14 px of its footer (0.875 of the body's 16 px). Figures use 12 pt text, 16.7 px at their own size,
 #: so a figure may be shrunk to 84 % of its size and no more: a panel at most 4.2 in wide on a phone's 358 px
-#: column. tests/test_site.py measures every figure on every page, on a laptop and on a phone.
+#: column. tests/test_site_works_offline_in_a_browser.py measures every figure on every page, on a laptop and on a phone.
 SMALL_PRINT_PX = 14
 #: The contrast WCAG 2 asks of normal text (AA): every number written on a heatmap cell has at least this much.
 MIN_CONTRAST = 4.5

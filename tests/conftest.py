@@ -1,5 +1,5 @@
 """Shared fixtures for expensive set-ups, each done once per test session: the
-book is built once (test_book.py and test_site.py read it), and every
+book is built once (test_book_builds_and_keeps_answers_out.py and test_site_works_offline_in_a_browser.py read it), and every
 assignment is graded by one `make grade` run (autograde, feedback and
 verification) whose results every grading test reads."""
 
@@ -24,7 +24,7 @@ os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
 
 # The grading tests (wrong implementations lose points, feedback, make grade)
 # are about scores, not the sandbox: on a machine without bubblewrap they run
-# on stock nbgrader execution, and test_sandbox.py skips saying what to
+# on stock nbgrader execution, and test_submissions_cannot_harm_grading.py skips saying what to
 # install. CI installs bubblewrap (.ci/run) and runs everything sandboxed.
 try:
     check_available()
@@ -44,7 +44,7 @@ def require_sandbox(what):
 
 
 REPORT_DIR = ROOT / "_build" / "grading-report"
-# Written by test_site.py: each page's load time and size (printed if this session wrote it).
+# Written by test_site_works_offline_in_a_browser.py: each page's load time and size (printed if this session wrote it).
 SITE_REPORT = ROOT / "_build" / "site-report.md"
 SESSION = {"start": 0.0}
 
@@ -151,7 +151,7 @@ def book():
 def graded_assignments():
     """Every assignment, or those named in COURSE_ASSIGNMENTS (comma-separated),
     to grade only what you are working on: ``COURSE_ASSIGNMENTS=ex05_positions
-    .venv/bin/python -m pytest tests/test_grading.py -k ex05_positions``."""
+    .venv/bin/python -m pytest tests/test_wrong_implementations_lose_points.py -k ex05_positions``."""
     chosen = [a for a in os.environ.get("COURSE_ASSIGNMENTS", "").split(",") if a]
     unknown = set(chosen) - set(assignments())
     if unknown:
@@ -231,7 +231,7 @@ def _report(terminalreporter):
 
 
 def pytest_sessionstart(session):
-    # A session that a test starts inside the suite (tests/test_hub.py through
+    # A session that a test starts inside the suite (tests/test_hub_term_as_the_guide_tells_it.py through
     # sudo) keeps the outer session's grading report.
     if os.environ.get("COURSE_NESTED_SESSION") != "1":
         shutil.rmtree(REPORT_DIR, ignore_errors=True)

@@ -5,7 +5,7 @@ browser that fetched all of them before the page counts as loaded kept the
 first screen waiting for figures far below it. Every ``<img>`` of a built page
 gets ``loading="lazy"`` (and ``decoding="async"``), so the browser fetches an
 image when it comes near the screen; images already on the first screen load
-at once, as before. tests/test_site.py times the first screen, then scrolls
+at once, as before. tests/test_site_works_offline_in_a_browser.py times the first screen, then scrolls
 to every figure and checks that each one loads, and weighs the page with all
 of them. Loaded from ``_config.yml`` as a local extension.
 """

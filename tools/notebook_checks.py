@@ -2,7 +2,7 @@
 
 Each assignment's locked cell ``check_helpers`` begins with the code below the
 line ``# --- shared by every assignment`` of this file, copied there by
-``make release`` (``sync_notebook``); a test (tests/test_release.py) fails if a
+``make release`` (``sync_notebook``); a test (tests/test_release_is_exactly_the_generated_one.py) fails if a
 notebook's copy differs. The notebook must carry the text itself: a student
 runs it alone, on a laptop, on Colab or on a hub. After the shared part, a
 cell defines the helpers of its own assignment.

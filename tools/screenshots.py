@@ -22,7 +22,7 @@ import yaml
 from playwright.sync_api import sync_playwright
 
 from .paths import BUILD_HTML, ROOT
-from .site import CHROMIUM, HOW_TO_GET_CHROMIUM, launch, offline_context, serve, toc_pages
+from .site_browser import CHROMIUM, HOW_TO_GET_CHROMIUM, launch, offline_context, serve, toc_pages
 
 OUT = ROOT / "_build" / "screenshots"
 WIDTHS = {

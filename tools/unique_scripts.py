@@ -5,7 +5,7 @@ scripts those extensions register while the book is read end up twice in
 every page's <head> (once with no file name, once with an empty one, so Sphinx
 does not see that they are equal). Declaring ``const THEBE_JS_URL`` a second time is a
 JavaScript SyntaxError, so every page logged an error in the browser console
-(tests/test_site.py checks there is none). This drops exact duplicates from
+(tests/test_site_works_offline_in_a_browser.py checks there is none). This drops exact duplicates from
 the page's scripts, keeping the first of each and the order. Loaded from
 ``_config.yml`` as a local extension.
 """

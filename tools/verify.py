@@ -20,7 +20,7 @@ its cell's points; a submission is *flagged* when nbgrader gave a cell more
 points than its check confirms, in ``integrity.csv``.
 
 Checks are calibrated to be no stricter than the hidden tests for honest code
-(tests/test_integrity.py holds them to it), so a flag means the grade needs a
+(tests/test_grades_cannot_be_faked.py holds them to it), so a flag means the grade needs a
 look — instructor/integrity.md says what to do.
 """
 

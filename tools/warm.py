@@ -11,7 +11,7 @@ own before it touches the submission (new namespaces nested in the
 template's, fresh /tmp and /dev/shm, only the submission's folders visible,
 locked mounts, no capabilities, limits) and runs the kernel or the
 verification harness in it. instructor/protections.md lists what that
-guarantees; tests/test_warm.py attacks it.
+guarantees; tests/test_each_submission_gets_a_pristine_python.py attacks it.
 
 ``Template(roots)`` starts one; its children may be given folders under
 ``roots`` only. ``Template.run(...)`` runs one child to its end (verification);

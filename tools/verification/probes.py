@@ -652,7 +652,7 @@ def expect_value_error(r: CheckResults, handle: Handle, what: str, mentions=(), 
 
 def names_shape(message, shape):
     """The notebooks' rule for an error message that names a shape (their own
-    `names_shape`; tests/test_visible_tests.py holds the two to the same
+    `names_shape`; tests/test_visible_tests_warn_at_the_mistake.py holds the two to the same
     answers): the message writes the shape as (3, 4), (3,4), [3, 4],
     torch.Size([3, 4]), 3x4 or 3×4, and not as the start or end of a longer shape."""
     written = re.findall(r"(?<![\w.])\d+(?:\s*(?:,|x|×)\s*\d+)*(?![\w.])(?!\s*(?:,|x|×)\s*\d)", str(message))

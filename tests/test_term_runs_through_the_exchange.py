@@ -438,7 +438,7 @@ def term(tmp_path_factory):
     guide = guide_text()
     for command in (ADMIN_EXCHANGE, ADMIN_COURSE, PENALTY, DUEDATE, RELEASE, FETCH, SUBMIT, COLLECT,
                     GRADE, RELEASE_FEEDBACK, FETCH_FEEDBACK, SYSTEM_CONFIG):
-        assert command in guide, f"the instructor guide no longer says `{command}`: update tests/test_term.py"
+        assert command in guide, f"the instructor guide no longer says `{command}`: update tests/test_term_runs_through_the_exchange.py"
     from tests.conftest import require_sandbox
 
     require_sandbox("the term test (make grade runs sandboxed)")
@@ -449,7 +449,7 @@ def term(tmp_path_factory):
         out = tmp_path_factory.mktemp("term") / "term.json"
         proc = subprocess.run(
             ["sudo", "-n", "env", f"PATH={SBIN_PATH}", "PYTHONDONTWRITEBYTECODE=1",
-             f"CI={os.environ.get('CI', '')}", str(BIN / "python"), "-m", "tests.test_term", str(out)],
+             f"CI={os.environ.get('CI', '')}", str(BIN / "python"), "-m", "tests.test_term_runs_through_the_exchange", str(out)],
             cwd=ROOT, text=True, capture_output=True, timeout=900)
         assert proc.returncode == 0, (
             f"the term, run as root through sudo, failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
@@ -457,7 +457,7 @@ def term(tmp_path_factory):
     else:
         why = f"needs {', '.join(missing)}" if missing else "creates Unix users: it needs root or passwordless sudo"
         message = (f"the term test {why}; run it as root: `sudo env PATH=$PATH .venv/bin/python -m pytest "
-                   "tests/test_term.py -p no:cacheprovider`")
+                   "tests/test_term_runs_through_the_exchange.py -p no:cacheprovider`")
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI must run the term test: {message}")
         pytest.skip(message)

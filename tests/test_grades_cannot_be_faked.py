@@ -280,7 +280,7 @@ def test_attack_is_flagged_or_scores_nothing(attacked, assignment, path, tmp_pat
 
 
 def test_no_honest_submission_is_flagged_next_to_attackers(attacked):
-    # (test_feedback.py's "echo" student hooks into IPython, which verification
+    # (test_feedback_hides_hidden_tests.py's "echo" student hooks into IPython, which verification
     # does not run: not an honest submission either.)
     flagged = {key: row["reason"] for key, row in attacked["rows"].items()
                if not key[1].startswith("attack-") and key[1] != "echo" and row["flagged"] != "no"}

@@ -4,7 +4,7 @@ private Python, whatever the submission before it did.
 `make grade` forks every kernel and every verification from one warm
 template per worker, instead of starting Python and importing PyTorch each
 time. These attacks are aimed at that design. Each sits in the ``softmax``
-solution cell of ex01_by_hand (as in tests/test_sandbox.py) and is graded by
+solution cell of ex01_by_hand (as in tests/test_submissions_cannot_harm_grading.py) and is graded by
 the same worker as the submissions after it (one worker, in the order of the
 student names), so that what one leaves behind, the next would find:
 
@@ -34,7 +34,7 @@ import nbformat
 import pytest
 
 from tests.conftest import require_sandbox
-from tests.test_sandbox import ANSWER, ASSIGNMENT, processes_with, report
+from tests.test_submissions_cannot_harm_grading import ANSWER, ASSIGNMENT, processes_with, report
 from tools.nbgrader_course import Course, fill_release, solution_code
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS
 

@@ -30,7 +30,7 @@ the end of the run. The local server compresses text as a static host does, so
 "transferred" is what a reader downloads; the report also gives the size
 unpacked.
 
-Needs Chromium or Google Chrome (tools/site.py: CHROMIUM). Without it the browser tests skip,
+Needs Chromium or Google Chrome (tools/site_browser.py: CHROMIUM). Without it the browser tests skip,
 saying how to install it; with CI=true they fail instead.
 """
 
@@ -49,7 +49,7 @@ import pytest
 import yaml
 
 from tools.paths import EXERCISES, ROOT
-from tools.site import CHROMIUM, HOW_TO_GET_CHROMIUM, launch, offline_context, serve, toc_pages
+from tools.site_browser import CHROMIUM, HOW_TO_GET_CHROMIUM, launch, offline_context, serve, toc_pages
 
 sys.path.insert(0, str(ROOT / "chapters"))
 from course import MIN_CONTRAST, SMALL_PRINT_PX  # noqa: E402  (the figures' promises, stated once)

@@ -1,6 +1,6 @@
 """Serve the built site on 127.0.0.1 and open it in headless Chromium, offline.
 
-Shared by the browser tests (tests/test_site.py) and ``make screenshots``
+Shared by the browser tests (tests/test_site_works_offline_in_a_browser.py) and ``make screenshots``
 (tools/screenshots.py). The browser is the system's Chromium (or Google Chrome),
 driven by Playwright for Python; no browser is downloaded. Every request to a
 host other than the local server is aborted, so a page that needs the internet

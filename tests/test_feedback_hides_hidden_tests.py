@@ -7,7 +7,7 @@ whether it passed, its points and the failure message — and no line of hidden
 test code, and no solution code the student did not write.
 
 The feedback comes from the real grading of every known-wrong implementation
-by `make grade` (the session's `graded` fixture, shared with test_grading.py),
+by `make grade` (the session's `graded` fixture, shared with test_wrong_implementations_lose_points.py),
 which generates it with nbgrader's GenerateFeedback. The same run grades a
 student whose code prints the source of every cell it can — hidden tests
 included (this module's GUEST_SUBMISSIONS).
@@ -64,7 +64,7 @@ def feedback_text(html_path):
 def feedback(graded):
     """feedback(assignment) -> the graded course, whose feedback make grade
     generated (nbgrader's GenerateFeedback with the course's preprocessors;
-    tests/test_make_grade.py runs `nbgrader generate_feedback` on its own)."""
+    tests/test_make_grade_matches_stock_nbgrader.py runs `nbgrader generate_feedback` on its own)."""
     require_sandbox("the feedback tests")
     return graded
 

@@ -6,7 +6,7 @@ grading. So the classic mistakes must already fail a test the student can run:
 - every wrong implementation marked ``# caught by a visible test`` (a line of
   its header, before the first section) fails the visible part of a test cell
   — in the real autograde of the session's ``graded`` fixture, the same run
-  test_grading.py reads: a test cell runs its visible asserts before its
+  test_wrong_implementations_lose_points.py reads: a test cell runs its visible asserts before its
   hidden ones, so the traceback's line in the cell says which part failed;
 - the reference solution fails no test cell at all, visible or hidden;
 - the mistakes that the course promises to catch on the spot carry the mark;

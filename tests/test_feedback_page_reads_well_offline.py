@@ -4,7 +4,7 @@ tools/feedback_page.py); the hub's clean-up archives the term before it
 removes it (tools/hub.py, back_up).
 
 Fast checks of the pieces, without grading: the walk through a real hub, in a
-browser, is tests/test_hub.py's.
+browser, is tests/test_hub_term_as_the_guide_tells_it.py's.
 """
 
 import csv

@@ -14,7 +14,7 @@ implementation of every assignment is read as the student reads it:
   an entry of the worked example's reference weights A or output Z.
 
 Which part of a test cell failed comes from the traceback, as in
-test_visible_tests.py. The feedback is the one test_feedback.py generates
+test_visible_tests_warn_at_the_mistake.py. The feedback is the one test_feedback_hides_hidden_tests.py generates
 (made here if this module runs alone).
 """
 
@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import graded_assignments, require_sandbox, submission_name
-from tests.test_feedback import feedback_text, paths
-from tests.test_visible_tests import failed_part, graded_test_cells
+from tests.test_feedback_hides_hidden_tests import feedback_text, paths
+from tests.test_visible_tests_warn_at_the_mistake import failed_part, graded_test_cells
 from tools.paths import SOLUTIONS, wrong_implementations
 
 ASSIGNMENTS = graded_assignments()

@@ -2,7 +2,7 @@
 as the instructor guide tells it, in a real browser, along the guide's own path.
 
 One hub is started for this module, from scratch (tools/hub.py), and driven in
-headless Chromium (Playwright, the system's browser as in test_site.py) that
+headless Chromium (Playwright, the system's browser as in test_site_works_offline_in_a_browser.py) that
 reaches nothing but the hub: every request to another host is refused, as on a
 hub behind a firewall.
 
@@ -72,15 +72,15 @@ import pytest
 
 from tools import hub as hubtools
 from tools.nbgrader_course import fill_release, protected_regions, read_wrong_implementation, solution_code
-from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS, WRONG_IMPLEMENTATIONS
-from tools.site import CHROMIUM, HOW_TO_GET_CHROMIUM, launch, offline_context
+from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS, checks_folder
+from tools.site_browser import CHROMIUM, HOW_TO_GET_CHROMIUM, launch, offline_context
 
 pytestmark = pytest.mark.hub
 
 ASSIGNMENT = "ex01_by_hand"
 STUDENT = "ada"
 #: Her one mistake, in the last task: a visible test fails with a message, the others pass.
-MISTAKE = WRONG_IMPLEMENTATIONS / ASSIGNMENT / "attention_unscaled.py"
+MISTAKE = checks_folder(ASSIGNMENT) / "wrong_implementations" / "attention_unscaled.py"
 COMMENT = "Clear and correct: well done. (Comment typed in the formgrader.)"
 REPORT = ROOT / "_build" / "hub-report.md"
 STEPS = {}
@@ -154,7 +154,7 @@ def run_as_root():
     passed_on = [f"{k}={os.environ[k]}" for k in ("CI", "CHROMIUM") if k in os.environ]
     proc = subprocess.run(
         ["sudo", "-n", "env", f"PATH={path}", "PYTHONDONTWRITEBYTECODE=1", "COURSE_NESTED_SESSION=1",
-         *passed_on, str(BIN / "python"), "-m", "pytest", "tests/test_hub.py", "-m", "hub",
+         *passed_on, str(BIN / "python"), "-m", "pytest", "tests/test_hub_term_as_the_guide_tells_it.py", "-m", "hub",
          "-p", "no:cacheprovider", "-q", "-s"],
         cwd=ROOT, text=True, capture_output=True, timeout=1500)
     assert proc.returncode == 0, f"the hub test, run as root through sudo, failed:\n{proc.stdout[-6000:]}"
