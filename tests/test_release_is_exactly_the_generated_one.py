@@ -112,3 +112,19 @@ def test_test_cells_share_one_set_of_helpers(assignment):
     for cell in notebook.cells[notebook.cells.index(notebook_checks.helper_cell(notebook)) + 1:]:
         redefined = shared_names & set(re.findall(r"^(?:def|class) (\w+)", cell.source, re.M))
         assert not redefined, f"a cell of {assignment} defines {sorted(redefined)}, a shared helper"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_test_and_helper_cells_are_folded_on_the_site(assignment):
+    """The book shows an exercise as released; its helper and test cells carry
+    the tag hide-input, so a reader of the site sees the tasks, with the test
+    code one click away (in Jupyter the tag changes nothing)."""
+    for notebook in (SOLUTIONS / assignment / f"{assignment}.ipynb", EXERCISES / assignment / f"{assignment}.ipynb"):
+        for cell in nbformat.read(notebook, as_version=4).cells:
+            nbgrader = cell.metadata.get("nbgrader", {})
+            if cell.cell_type == "code" and (nbgrader.get("grade") and not nbgrader.get("solution")
+                                             or nbgrader.get("grade_id") == notebook_checks.HELPER_CELL):
+                assert "hide-input" in cell.metadata.get("tags", []), (
+                    f"{notebook.relative_to(SOLUTIONS.parent)}: cell {nbgrader.get('grade_id')} lacks the tag "
+                    "hide-input (add it in solutions/, then `make release`)"
+                )
