@@ -87,3 +87,13 @@ def test_make_grade_sizes_the_check_for_a_course_elsewhere(tmp_path):
     attacked = rows["hides-its-matrix"]
     assert scores["hides-its-matrix"]["cells"][MEMORY_CHECK] > 0, "the notebook's tests should not see this attack"
     assert attacked["flagged"] == "yes" and MEMORY_CHECK in attacked["reason"], attacked
+
+
+def test_a_setting_that_is_not_a_number_is_named(tmp_path):
+    course_with_memory(tmp_path, RAISED)
+    config = tmp_path / "nbgrader_config.py"
+    config.write_text(config.read_text() + "\nc.SandboxedKernelManager.cpu_seconds = '120'\n")
+    with pytest.raises(SystemExit, match=r"c\.SandboxedKernelManager\.cpu_seconds must be a positive number, not '120'"):
+        CourseSettings.read(tmp_path)
+    config.write_text(config.read_text() + "\nc.SandboxedKernelManager.cpu_seconds = 60\nc.Execute.timeout = None\n")
+    assert CourseSettings.read(tmp_path).verification.step_seconds == 60.0  # no cell limit: verification's own

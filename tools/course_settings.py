@@ -124,6 +124,8 @@ class CourseSettings:
 
         def setting(section, name, default):
             value = config[section].get(name, default) if section in config else default
+            if value is None:  # (nbgrader's "no time limit" for a cell: verification keeps its own)
+                return default
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
                 raise SystemExit(f"{root / CONFIG_FILE}: c.{section}.{name} must be a positive number, "
                                  f"not {value!r}")
