@@ -58,6 +58,8 @@ from nbgrader.preprocessors import Execute
 from . import sandbox, warm
 from .course_settings import KERNEL_CPU_SECONDS, KERNEL_MEMORY_BYTES, NOTEBOOK_SECONDS
 
+TOOLS = Path(__file__).resolve().parent  # the course's tools, which the hidden tests import
+
 
 # The largest IOPub message that is decoded: a larger one stands in the
 # notebook as a note that it was too large (GuardedIOPubChannel).
@@ -292,6 +294,8 @@ class SandboxedKernelManager(AsyncKernelManager):
             memory_bytes=self.memory_bytes,
             cpu_seconds=self.cpu_seconds,
             writable=[self._private],
+            # The course's tools (public code): the hidden tests run their checks with them.
+            readable=[TOOLS],
             env=env,
             scratch=True,
         )

@@ -75,7 +75,9 @@ class Template:
             self.control,
             memory_bytes=self.memory_bytes,
             cpu_seconds=10**6,  # the template's own CPU time; each child gets its own limit
-            readable=[TEMPLATE, HARNESS],
+            # tools/ (public course code, no secret): the template, the
+            # harness, and the package the hidden tests run their checks with.
+            readable=[HERE],
             writable=self.roots,
             env=env,
             template=True,

@@ -409,7 +409,7 @@ def environment(roots, harness_path):
     back, read-only; never a folder under a root (other submissions live there)."""
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix,
              os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))),
-             os.path.abspath(__file__), os.path.abspath(harness_path)}
+             os.path.dirname(os.path.dirname(os.path.abspath(harness_path)))}  # tools/
     return sorted(p for p in paths
                   if (under(p, "/tmp") or under(p, "/dev/shm")) and p not in ("/tmp", "/dev/shm")
                   and not any(under(p, r) or under(r, p) for r in roots) and os.path.exists(p))
