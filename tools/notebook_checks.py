@@ -103,9 +103,10 @@ def expect_value_error(description, function, *args, names=(), numbers=()):
         raise AssertionError(f"Expected a ValueError for {description}, but the call returned normally.")
 
 
-def expect_close(what, got, expected, *, on, atol, rtol, cause=""):
+def expect_close(what, got, expected, *, atol, rtol, on="", cause=""):
     # Compares like torch.testing.assert_close (tensors) or numpy.testing.assert_allclose (arrays), but the
-    # message says how far off and where, not the expected values.
+    # message says how far off and where, not the expected values. `on` names the input, `cause` a likely cause.
+    on = f" on {on}" if on else ""
     torch = _torch()
     if torch is not None and (isinstance(got, torch.Tensor) or isinstance(expected, torch.Tensor)):
         try:
@@ -115,14 +116,14 @@ def expect_close(what, got, expected, *, on, atol, rtol, cause=""):
             detail = " ".join(line for line in lines
                               if line.startswith(("Mismatched", "Greatest absolute", "The values for attribute")))
             detail = re.sub(r"\d+\.\d{4,}(e[-+]?\d+)?", lambda number: f"{float(number.group()):.3g}", detail)
-            raise AssertionError(f"{what} is wrong on {on}: {detail or lines[0]} {cause}".rstrip()) from None
+            raise AssertionError(f"{what} is wrong{on}: {detail or lines[0]} {cause}".rstrip()) from None
         return
     import numpy
 
     got = numpy.asarray(got, dtype=float)
     expected = numpy.asarray(expected, dtype=float)
     if got.shape != expected.shape:
-        raise AssertionError(f"{what} on {on} has shape {got.shape}; it should have shape {expected.shape}. {cause}")
+        raise AssertionError(f"{what}{on} has shape {got.shape}; it should have shape {expected.shape}. {cause}".rstrip())
     try:
         numpy.testing.assert_allclose(got, expected, rtol=rtol, atol=atol)
     except AssertionError:
@@ -131,7 +132,7 @@ def expect_close(what, got, expected, *, on, atol, rtol, cause=""):
         off = int(numpy.sum(~(diff <= atol + rtol * numpy.abs(expected))))
         where = tuple(int(i) for i in numpy.unravel_index(numpy.argmax(diff), diff.shape))
         raise AssertionError(
-            f"{what} is wrong on {on}: {off} of {diff.size} entries are off (allowed: {atol:g} + {rtol:g} × the size "
+            f"{what} is wrong{on}: {off} of {diff.size} entries are off (allowed: {atol:g} + {rtol:g} × the size "
             f"of the entry); the largest difference is {numpy.max(diff):.3g}, at index {where}. {cause}".rstrip()
         ) from None
 
@@ -174,13 +175,16 @@ def shared_text(used=None) -> str:
 
 
 def names_used(notebook, skip_cell=None) -> set:
-    """Every identifier the notebook's code cells use (but ``skip_cell``'s)."""
+    """Every identifier the notebook's code cells use (but ``skip_cell``'s and
+    the generated hidden tests', which bring their own)."""
     import re
+
+    from .hidden_tests import without_generated
 
     names = set()
     for cell in notebook.cells:
         if cell.cell_type == "code" and cell is not skip_cell:
-            names |= set(re.findall(r"[A-Za-z_]\w*", cell.source))
+            names |= set(re.findall(r"[A-Za-z_]\w*", without_generated(cell.source)))
     return names
 
 

@@ -613,24 +613,34 @@ def expect(condition, message):
         raise Fail(message)
 
 
-def close_torch(got, ref, *, atol, rtol, what, check_dtype=True):
-    """torch.testing.assert_close, run here on plain data."""
+def _notebook_checks(torch=None):
+    """The notebooks' own helpers (tools/notebook_checks.py), which judge here as in a test cell."""
+    from .. import notebook_checks
+
+    if torch is not None:
+        notebook_checks.torch = torch  # they compare tensors with the notebook's torch, a global there
+    return notebook_checks
+
+
+def close_torch(got, ref, *, atol, rtol, what, on="", cause=""):
+    """torch.testing.assert_close, run here on plain data; the message is the
+    notebooks' (how many entries are off, the largest difference, ``cause``),
+    never the expected values."""
     import torch
 
     try:
-        torch.testing.assert_close(got, ref, atol=atol, rtol=rtol, check_dtype=check_dtype)
-    except (AssertionError, TypeError, ValueError, RuntimeError) as error:
-        raise Fail(f"{what}: {first_line(error)}") from None
+        _notebook_checks(torch).expect_close(what, got, ref, atol=atol, rtol=rtol, on=on, cause=cause)
+    except AssertionError as error:
+        raise Fail(str(error)) from None
 
 
-def close_numpy(got, ref, *, atol, rtol, what):
-    """numpy.testing.assert_allclose, run here on plain data."""
+def close_numpy(got, ref, *, atol, rtol, what, on="", cause=""):
+    """numpy.testing.assert_allclose, run here on plain data; the message as close_torch's."""
     try:
-        np.testing.assert_allclose(got, ref, atol=atol, rtol=rtol)
-    except (AssertionError, TypeError, ValueError) as error:
-        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-        detail = next((line for line in lines if line.startswith(("Mismatched", "Max absolute", "(shapes"))), lines[0] if lines else "")
-        raise Fail(f"{what}: {detail}") from None
+        _notebook_checks().expect_close(what, np.asarray(got, dtype=float), np.asarray(ref, dtype=float),
+                                        atol=atol, rtol=rtol, on=on, cause=cause)
+    except AssertionError as error:
+        raise Fail(str(error)) from None
 
 
 def first_line(error) -> str:
