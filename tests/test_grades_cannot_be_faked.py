@@ -61,6 +61,27 @@ def attacked_cells(assignment, solution_ids):
 # --- the checks match the notebooks --------------------------------------------
 
 
+def test_a_check_judges_in_the_kernel_as_outside_it():
+    """The hidden tests are the checks (tools/hidden_tests.py): run in a
+    kernel's namespace by tools/verification/in_kernel.py, a check passes an
+    honest answer and fails a wrong one with the judge's message, as an
+    AssertionError that nbgrader scores and the feedback shows."""
+    from tools.verification.in_kernel import run_check
+
+    spec = load_spec("ex01_by_hand")
+    ns = {}
+    exec("import numpy as np\n"
+         "def softmax(S):\n"
+         "    e = np.exp(S - S.max(axis=1, keepdims=True))\n"
+         "    return e / e.sum(axis=1, keepdims=True)\n", ns)
+    run_check("ex01_by_hand", "test_softmax", spec.CHECKS["test_softmax"], ns)
+    exec("def softmax(S):\n"
+         "    e = np.exp(S - S.max())\n"
+         "    return e / e.sum(axis=1, keepdims=True)\n", ns)
+    with pytest.raises(AssertionError, match="softmax of two rows far apart"):
+        run_check("ex01_by_hand", "test_softmax", spec.CHECKS["test_softmax"], ns)
+
+
 @pytest.mark.parametrize("assignment", graded_assignments())
 def test_every_graded_test_cell_has_a_check(assignment):
     spec = load_spec(assignment)

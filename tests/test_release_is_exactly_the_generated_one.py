@@ -11,7 +11,8 @@ import nbformat
 import pytest
 
 from tools.nbgrader_course import hidden_lines
-from tools.paths import EXERCISES, SOLUTIONS, assignments
+from tools import hidden_tests
+from tools.paths import EXERCISES, SOLUTIONS, assignments, verification_spec
 from tools import notebook_checks
 from tools.release import generate_releases
 
@@ -128,3 +129,32 @@ def test_test_and_helper_cells_are_folded_on_the_site(assignment):
                     f"{notebook.relative_to(SOLUTIONS.parent)}: cell {nbgrader.get('grade_id')} lacks the tag "
                     "hide-input (add it in solutions/, then `make release`)"
                 )
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_hidden_tests_are_the_checks_written_once(assignment):
+    """Each graded test cell's hidden tests are generated from its check in
+    checks/verification.py (tools/hidden_tests.py), word for word: nbgrader and
+    verification ask the same questions, and a check is edited in one place."""
+    spec = verification_spec(assignment)
+    if not hidden_tests.generates(spec):
+        pytest.skip(f"{assignment}'s hidden tests are still written by hand")  # (none, once all are converted)
+    notebook = nbformat.read(SOLUTIONS / assignment / f"{assignment}.ipynb", as_version=4)
+    graded = [c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade")
+              and not c.metadata["nbgrader"].get("solution")]
+    assert graded and all(hidden_tests.GENERATED in c.source for c in graded)
+    assert not hidden_tests.synced_notebook(notebook, assignment, spec), (
+        f"solutions/{assignment}'s hidden tests differ from its checks: run `make release ASSIGNMENT={assignment}`"
+    )
+
+
+def test_a_generated_check_keeps_out_of_the_notebooks_names():
+    """The generated hidden tests define their helpers inside a function: a
+    check's own `expect_shape` never replaces the notebook's."""
+    spec = hidden_tests.Spec(verification_spec("ex01_by_hand"))
+    section = spec.hidden_section("ex01_by_hand", "test_project")
+    top = [line for line in section.splitlines() if line and not line.startswith((" ", "#"))]
+    assert top == ["def _hidden_test():", "from tools.verification.in_kernel import run_check as _run_check",
+                   "_run_check('ex01_by_hand', 'test_project', _hidden_test(), globals())"]
+    assert "    def expect_shape_error(" in section and "    def test_project(p):" in section
+    assert "def test_softmax" not in section  # only what the check uses
