@@ -126,6 +126,10 @@ class GradedCourse:
             cwd=ROOT, text=True, capture_output=True, timeout=3600,
         )
         self.out = self.process.stdout
+        REPORT_DIR.mkdir(parents=True, exist_ok=True)
+        (REPORT_DIR / "timing.txt").write_text("".join(
+            line + "\n" for line in self.out.splitlines()
+            if line.startswith(("graded ", "worker seconds per phase", "largest worker", "verified "))))
         if self.process.returncode != 0:
             raise RuntimeError(f"make grade failed:\n{self.out[-4000:]}\n{self.process.stderr[-4000:]}")
         self.integrity = []
@@ -223,6 +227,11 @@ def _report(terminalreporter):
             terminalreporter.write_line(f"{run}: ran {took:.0f} s in the background; the suite waited {waited:.0f} s for it")
     if not REPORT_DIR.is_dir():
         return
+    timing = REPORT_DIR / "timing.txt"
+    if timing.is_file():
+        terminalreporter.section("the shared grading run (tools/grade.py's own account)")
+        for line in timing.read_text().splitlines():
+            terminalreporter.write_line(line)
     for path in sorted(REPORT_DIR.glob("*.json")):
         rows = json.loads(path.read_text())
         terminalreporter.section(f"grading of {path.stem}")
