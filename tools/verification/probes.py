@@ -378,6 +378,11 @@ class ResultsFolder:
             array = np.load(io.BytesIO(data), allow_pickle=False)
         except Exception as error:  # noqa: BLE001 - a malformed file is a bad result, whatever the error
             raise BadResult(f"{name} is not a valid .npy file: {error}") from None
+        return self.checked(array, name)
+
+    @staticmethod
+    def checked(array, name: str) -> np.ndarray:
+        """The array, if it is of a kind and size a result may have."""
         if not isinstance(array, np.ndarray) or str(array.dtype) not in ARRAY_DTYPES:
             raise BadResult(f"{name} holds an array of dtype {getattr(array, 'dtype', '?')}")
         if array.size > MAX_ELEMENTS:
