@@ -90,7 +90,7 @@ def expect_same_shape(name, got, shape, hint=""):
            f"{name} should have shape {tuple(shape)}, not {tuple(got.shape)}. {hint}".rstrip())
 
 
-AVERAGED = ("It looks averaged over the heads. Return one (Tq, Tk) matrix per head, of shape (B, H, Tq, Tk), not their "
+AVERAGED = ("They look averaged over the heads. Return one (Tq, Tk) matrix per head, of shape (B, H, Tq, Tk), not their "
             "average.")
 
 
