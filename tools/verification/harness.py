@@ -104,8 +104,25 @@ def raised(error):
     return {"raised": [text(_type(error).__name__)[:200], text(error), bases]}
 
 
+class Recorder:
+    """A callable argument (probes.Recorded): calls the wrapped one, keeping a copy of each call's first argument."""
+
+    def __init__(self, wrapped):
+        self.wrapped, self.inputs = wrapped, []
+
+    def __call__(self, *args, **kwargs):
+        if args:
+            torch = sys.modules.get("torch")
+            first = args[0]
+            self.inputs.append(first.detach().clone() if torch is not None and _isinstance(first, torch.Tensor)
+                               else first)
+        return self.wrapped(*args, **kwargs)
+
+
 def encode(value, writer, depth=0):
     """A returned value as plain data: JSON scalars, sequences and arrays."""
+    if _type(value) is Recorder:
+        return encode(value.inputs, writer, depth)
     if value is None or _isinstance(value, bool):
         return value
     if _type(value) is int:
@@ -240,6 +257,8 @@ class Harness:
                 # The result of another of the student's functions (merge_heads(split_heads(x, 4))).
                 args = [self.argument(a) for a in spec.get("args", [])]
                 return self.lookup(spec["call"])(*args)
+            if "recorded" in spec:
+                return Recorder(self.argument(spec["recorded"]))
             if "list" in spec:
                 return [self.argument(item) for item in spec["list"]]
             if "tuple" in spec:

@@ -120,6 +120,14 @@ class RequiresGrad:
         self.tensor = tensor
 
 
+class Recorded:
+    """An argument that is a callable (a ``Nested`` layer, say) which records the first
+    argument of every call: the probe's ``after`` sends it back as the list of those inputs."""
+
+    def __init__(self, callable_):
+        self.callable = callable_
+
+
 class Nested:
     """An argument that is the result of another of the student's functions:
     ``Nested("split_heads", x, 4)``."""
@@ -217,6 +225,8 @@ class CheckPlan:
             return spec
         if isinstance(value, Nested):
             return {"call": value.fn, "args": [self.argument(a) for a in value.args]}
+        if isinstance(value, Recorded):
+            return {"recorded": self.argument(value.callable)}
         if isinstance(value, np.ndarray):
             return {"input": self.plan.add_input(value), "as": "ndarray"}
         if _is_tensor(value):
