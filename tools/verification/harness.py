@@ -227,6 +227,7 @@ class Harness:
         self.namespace["display"] = lambda *args, **kwargs: None
         self.ipython = FakeIPython(self.namespace)
         self.inputs = {}
+        self.leaves = []  # the tensors made with requires_grad, for a "grad" probe
 
     # --- arguments ------------------------------------------------------
 
@@ -252,6 +253,7 @@ class Harness:
                     tensor = tensor.transpose(a, b).contiguous().transpose(a, b)
                 if spec.get("requires_grad"):
                     tensor.requires_grad_(True)
+                    self.leaves.append(tensor)
                 return tensor
             if "call" in spec:
                 # The result of another of the student's functions (merge_heads(split_heads(x, 4))).
@@ -293,11 +295,15 @@ class Harness:
                     record["after"] = [encode(args[i], writer) for i in probe["after"]]
                 return record
             if op == "grad":
+                self.leaves = []
                 args, kwargs = self.arguments(probe)
                 value = self.lookup(probe["fn"])(*args, **kwargs)
+                if probe.get("item") is not None:
+                    value = value[probe["item"]]
                 weight = self.argument(probe["weight"])
                 (value * weight).sum().backward()
-                return {"value": encode(args[probe["wrt"]].grad, writer)}
+                wrt = probe["wrt"]
+                return {"value": encode((args[wrt] if wrt is not None else self.leaves[0]).grad, writer)}
             if op == "module":
                 return self.module(probe, writer)
             raise ValueError(f"unknown probe {op}")

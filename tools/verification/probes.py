@@ -139,6 +139,11 @@ class Nested:
 class Plan:
     """All probes of one assignment for one grading run, and their inputs."""
 
+    # True when the checks run in the notebook's kernel as its hidden tests
+    # (tools/verification/in_kernel.py): a heavy check may then leave out what
+    # its cell's visible part has just run (a training run, say).
+    in_kernel = False
+
     def __init__(self, assignment: str, seed: int, trusted_code=(), limits=None):
         from ..course_settings import VerificationLimits
 
@@ -192,6 +197,11 @@ class CheckPlan:
 
     def setup(self) -> dict:
         return self.plan.setup()
+
+    @property
+    def in_kernel(self) -> bool:
+        """True in the notebook's kernel (the hidden tests), False in verification."""
+        return self.plan.in_kernel
 
     @property
     def limits(self):
@@ -254,13 +264,19 @@ class CheckPlan:
         return self._add({"op": "call", "fn": fn, "args": [self.argument(a) for a in args],
                           "kwargs": {k: self.argument(v) for k, v in kwargs.items()}, "after": list(after)})
 
-    def grad(self, fn: str, *args, weight, wrt=0, **kwargs) -> Handle:
-        """The gradient of ``(fn(*args, **kwargs) * weight).sum()`` with respect to ``args[wrt]``."""
+    def grad(self, fn: str, *args, weight, wrt=0, item=None, **kwargs) -> Handle:
+        """The gradient of ``(fn(*args, **kwargs) * weight).sum()`` with respect to ``args[wrt]``; with
+        ``wrt=None``, with respect to the one tensor the arguments wrap in RequiresGrad (inside a Nested,
+        say). ``item``: differentiate that item of the returned tuple."""
         args = list(args)
-        args[wrt] = RequiresGrad(args[wrt])
-        return self._add({"op": "grad", "fn": fn, "args": [self.argument(a) for a in args],
-                          "kwargs": {k: self.argument(v) for k, v in kwargs.items()},
-                          "weight": self.argument(weight), "wrt": wrt})
+        if wrt is not None:
+            args[wrt] = RequiresGrad(args[wrt])
+        probe = {"op": "grad", "fn": fn, "args": [self.argument(a) for a in args],
+                 "kwargs": {k: self.argument(v) for k, v in kwargs.items()},
+                 "weight": self.argument(weight), "wrt": wrt}
+        if item is not None:
+            probe["item"] = int(item)
+        return self._add(probe)
 
     def module(self, cls: str, *args, **kwargs) -> "ModuleProbe":
         """An instance of the student's class ``cls(*args, **kwargs)``, then actions on it."""
