@@ -104,8 +104,25 @@ def raised(error):
     return {"raised": [text(_type(error).__name__)[:200], text(error), bases]}
 
 
+class Recorder:
+    """A callable argument (probes.Recorded): calls the wrapped one, keeping a copy of each call's first argument."""
+
+    def __init__(self, wrapped):
+        self.wrapped, self.inputs = wrapped, []
+
+    def __call__(self, *args, **kwargs):
+        if args:
+            torch = sys.modules.get("torch")
+            first = args[0]
+            self.inputs.append(first.detach().clone() if torch is not None and _isinstance(first, torch.Tensor)
+                               else first)
+        return self.wrapped(*args, **kwargs)
+
+
 def encode(value, writer, depth=0):
     """A returned value as plain data: JSON scalars, sequences and arrays."""
+    if _type(value) is Recorder:
+        return encode(value.inputs, writer, depth)
     if value is None or _isinstance(value, bool):
         return value
     if _type(value) is int:
@@ -210,6 +227,7 @@ class Harness:
         self.namespace["display"] = lambda *args, **kwargs: None
         self.ipython = FakeIPython(self.namespace)
         self.inputs = {}
+        self.leaves = []  # the tensors made with requires_grad, for a "grad" probe
 
     # --- arguments ------------------------------------------------------
 
@@ -235,11 +253,14 @@ class Harness:
                     tensor = tensor.transpose(a, b).contiguous().transpose(a, b)
                 if spec.get("requires_grad"):
                     tensor.requires_grad_(True)
+                    self.leaves.append(tensor)
                 return tensor
             if "call" in spec:
                 # The result of another of the student's functions (merge_heads(split_heads(x, 4))).
                 args = [self.argument(a) for a in spec.get("args", [])]
                 return self.lookup(spec["call"])(*args)
+            if "recorded" in spec:
+                return Recorder(self.argument(spec["recorded"]))
             if "list" in spec:
                 return [self.argument(item) for item in spec["list"]]
             if "tuple" in spec:
@@ -274,11 +295,15 @@ class Harness:
                     record["after"] = [encode(args[i], writer) for i in probe["after"]]
                 return record
             if op == "grad":
+                self.leaves = []
                 args, kwargs = self.arguments(probe)
                 value = self.lookup(probe["fn"])(*args, **kwargs)
+                if probe.get("item") is not None:
+                    value = value[probe["item"]]
                 weight = self.argument(probe["weight"])
                 (value * weight).sum().backward()
-                return {"value": encode(args[probe["wrt"]].grad, writer)}
+                wrt = probe["wrt"]
+                return {"value": encode((args[wrt] if wrt is not None else self.leaves[0]).grad, writer)}
             if op == "module":
                 return self.module(probe, writer)
             raise ValueError(f"unknown probe {op}")

@@ -76,6 +76,7 @@ def run_check(assignment: str, grade_id: str, builder, namespace: dict) -> None:
     of ``namespace`` (the kernel's globals) and judge the results; raise
     AssertionError with the judge's message if the check fails."""
     plan = Plan(assignment, KERNEL_SEED, limits=kernel_limits())
+    plan.in_kernel = True
     # The notebook's set-up cells already ran in this kernel: their names are its globals.
     plan._setup = namespace
     plan.add_check(grade_id, builder)

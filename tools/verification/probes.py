@@ -120,6 +120,14 @@ class RequiresGrad:
         self.tensor = tensor
 
 
+class Recorded:
+    """An argument that is a callable (a ``Nested`` layer, say) which records the first
+    argument of every call: the probe's ``after`` sends it back as the list of those inputs."""
+
+    def __init__(self, callable_):
+        self.callable = callable_
+
+
 class Nested:
     """An argument that is the result of another of the student's functions:
     ``Nested("split_heads", x, 4)``."""
@@ -130,6 +138,11 @@ class Nested:
 
 class Plan:
     """All probes of one assignment for one grading run, and their inputs."""
+
+    # True when the checks run in the notebook's kernel as its hidden tests
+    # (tools/verification/in_kernel.py): a heavy check may then leave out what
+    # its cell's visible part has just run (a training run, say).
+    in_kernel = False
 
     def __init__(self, assignment: str, seed: int, trusted_code=(), limits=None):
         from ..course_settings import VerificationLimits
@@ -186,6 +199,11 @@ class CheckPlan:
         return self.plan.setup()
 
     @property
+    def in_kernel(self) -> bool:
+        """True in the notebook's kernel (the hidden tests), False in verification."""
+        return self.plan.in_kernel
+
+    @property
     def limits(self):
         """The limits of the course being graded (tools/course_settings.py)."""
         return self.plan.limits
@@ -217,6 +235,8 @@ class CheckPlan:
             return spec
         if isinstance(value, Nested):
             return {"call": value.fn, "args": [self.argument(a) for a in value.args]}
+        if isinstance(value, Recorded):
+            return {"recorded": self.argument(value.callable)}
         if isinstance(value, np.ndarray):
             return {"input": self.plan.add_input(value), "as": "ndarray"}
         if _is_tensor(value):
@@ -244,13 +264,19 @@ class CheckPlan:
         return self._add({"op": "call", "fn": fn, "args": [self.argument(a) for a in args],
                           "kwargs": {k: self.argument(v) for k, v in kwargs.items()}, "after": list(after)})
 
-    def grad(self, fn: str, *args, weight, wrt=0, **kwargs) -> Handle:
-        """The gradient of ``(fn(*args, **kwargs) * weight).sum()`` with respect to ``args[wrt]``."""
+    def grad(self, fn: str, *args, weight, wrt=0, item=None, **kwargs) -> Handle:
+        """The gradient of ``(fn(*args, **kwargs) * weight).sum()`` with respect to ``args[wrt]``; with
+        ``wrt=None``, with respect to the one tensor the arguments wrap in RequiresGrad (inside a Nested,
+        say). ``item``: differentiate that item of the returned tuple."""
         args = list(args)
-        args[wrt] = RequiresGrad(args[wrt])
-        return self._add({"op": "grad", "fn": fn, "args": [self.argument(a) for a in args],
-                          "kwargs": {k: self.argument(v) for k, v in kwargs.items()},
-                          "weight": self.argument(weight), "wrt": wrt})
+        if wrt is not None:
+            args[wrt] = RequiresGrad(args[wrt])
+        probe = {"op": "grad", "fn": fn, "args": [self.argument(a) for a in args],
+                 "kwargs": {k: self.argument(v) for k, v in kwargs.items()},
+                 "weight": self.argument(weight), "wrt": wrt}
+        if item is not None:
+            probe["item"] = int(item)
+        return self._add(probe)
 
     def module(self, cls: str, *args, **kwargs) -> "ModuleProbe":
         """An instance of the student's class ``cls(*args, **kwargs)``, then actions on it."""

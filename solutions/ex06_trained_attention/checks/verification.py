@@ -1,4 +1,14 @@
-"""Verification of ex06_trained_attention (PyTorch): one check per graded test cell.
+"""The checks of ex06_trained_attention (PyTorch), one per graded test cell: written once.
+
+`make release` writes each test cell's hidden tests from its check
+(tools/hidden_tests.py): nbgrader runs them in the kernel on fixed inputs,
+and verification (tools/verify.py) runs them outside it on inputs drawn
+afresh for every grading run. A failed check's message is what the student
+reads in the feedback: which function, on what input, how far off and the
+likely cause, never the expected numbers. Training is what takes time: in
+the kernel (``p.in_kernel``) a check leaves out the runs that its cell's
+visible part has just trained and judged, and the run drawn afresh (fixed
+there, it would prove nothing), so that the kernel trains each model once.
 
 Everything is float64, as in the notebook (its set-up cell makes float64 the
 default dtype in the sandbox; here every tensor names its dtype, so that the
@@ -38,7 +48,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from tools.verification.probes import Nested, as_tensor, close_torch, expect
+from tools.verification.probes import Nested, RequiresGrad, as_tensor, close_torch, expect
 
 F64 = torch.float64
 
@@ -54,12 +64,12 @@ def parameter_shapes(V, D, L, C):
 
 def reference_model(params, tokens, num_heads, num_layers):
     """The attention-only model from its definition: logits (B, T, V) and per-layer weights (B, H, T, T)."""
-    B, T = tokens.shape
+    B, T = tokens.shape[0], tokens.shape[1]
     x = params["tok_emb.weight"][tokens] + params["pos_emb.weight"][:T]  # (B, T, D)
     D = x.shape[-1]
     d = D // num_heads
     causal = torch.ones(T, T, dtype=torch.bool).tril()
-    weights = []
+    per_layer = []
     for i in range(num_layers):
         q, k, v = (
             (x @ params[f"layers.{i}.{n}.weight"].T).view(B, T, num_heads, d).transpose(1, 2)
@@ -69,8 +79,8 @@ def reference_model(params, tokens, num_heads, num_layers):
         w = torch.softmax(scores, dim=-1)  # (B, H, T, T)
         heads = (w @ v).transpose(1, 2).reshape(B, T, D)
         x = x + heads @ params[f"layers.{i}.W_o.weight"].T
-        weights.append(w)
-    return x @ params["unembed.weight"].T + params["unembed.bias"], weights
+        per_layer.append(w)
+    return x @ params["unembed.weight"].T + params["unembed.bias"], per_layer
 
 
 def test_attention_only_model(p):
@@ -96,15 +106,21 @@ def test_attention_only_model(p):
     def judge(r):
         for label, shapes, facts, handle, (ref_logits, ref_weights), L in cases:
             own = dict(r.facts(facts, label)["parameters"])
-            expect(own == shapes, f"{label}: its parameters are not those of the documented layout: "
-                   f"missing {sorted(set(shapes) - set(own))}, extra {sorted(set(own) - set(shapes))}, other shapes "
-                   f"{sorted(n for n in set(own) & set(shapes) if own[n] != shapes[n])}")
+            expect(own == shapes, f"The parameters of {label} should be those of the table of section 1 "
+                   f"(missing: {sorted(set(shapes) - set(own))}, extra: {sorted(set(own) - set(shapes))}, other "
+                   f"shapes: {sorted(n for n in set(own) & set(shapes) if own[n] != shapes[n])}).")
             logits, weights = r.pair(handle, label)
-            close_torch(as_tensor(logits, label), ref_logits, atol=1e-10, rtol=1e-10, what=f"{label}: logits")
+            close_torch(as_tensor(logits, label), ref_logits, atol=1e-10, rtol=1e-10, what="The logits", on=label,
+                        cause="They are compared with the model computed from its definition, atol=rtol=1e-10: "
+                              "causal attention layers, each adding its output to its input, then unembed.")
             expect(isinstance(weights, (list, tuple)) and len(weights) == L,
-                   f"{label}: the weights are not a list of {L} tensors")
+                   f"The weights of {label} should be a list of the {L} layers' attention weights; they are "
+                   + (f"a {type(weights).__name__} of length {len(weights)}." if isinstance(weights, (list, tuple))
+                      else "not a list."))
             for i, (w, ref_w) in enumerate(zip(weights, ref_weights)):
-                close_torch(as_tensor(w, label), ref_w, atol=1e-10, rtol=1e-10, what=f"{label}: weights of layer {i}")
+                close_torch(as_tensor(w, label), ref_w, atol=1e-10, rtol=1e-10, what=f"The weights of layer {i}",
+                            on=label, cause="They are compared with softmax(q k^T / sqrt(d)) under the causal mask, "
+                                            "atol=rtol=1e-10.")
 
     return judge
 
@@ -113,7 +129,7 @@ def test_attention_only_model(p):
 
 
 def reference_loss_and_accuracy(logits, targets, scored):
-    loss = F.cross_entropy(logits[scored], targets[scored])
+    loss = F.cross_entropy(logits[scored], targets[scored], reduction="mean")
     accuracy = (logits.argmax(dim=-1)[scored] == targets[scored]).to(F64).mean()
     return loss, accuracy
 
@@ -121,7 +137,7 @@ def reference_loss_and_accuracy(logits, targets, scored):
 def as_number(value, what):
     """A tensor holding one number (0-dim tensors arrive as shape (1,)), as a 0-dim float64 tensor."""
     got = as_tensor(value, what)
-    expect(got.numel() == 1, f"{what} is a tensor of shape {tuple(got.shape)}, not a single number")
+    expect(got.numel() == 1, f"{what} should be a tensor holding one number; it has shape {tuple(got.shape)}.")
     return got.reshape(()).to(F64)
 
 
@@ -147,17 +163,41 @@ def test_loss_and_accuracy(p):
         cases.append((f"random logits of shape ({B}, {T}, {V})", logits, t, s))
     probes = []
     for label, logits, t, s in cases:
-        handle = p.call("loss_and_accuracy", Nested("FixedLogits", logits),
-                        (torch.zeros(t.shape, dtype=torch.long), t, s))
-        probes.append((label, handle, reference_loss_and_accuracy(logits, t, s)))
+        batch = (torch.zeros(t.shape, dtype=torch.long), t, s)
+        handle = p.call("loss_and_accuracy", Nested("FixedLogits", logits), batch)
+        gradient = None
+        if label.startswith("random"):  # the gradient of the loss with respect to the logits
+            gradient = p.grad("loss_and_accuracy", Nested("FixedLogits", RequiresGrad(logits)), batch,
+                              weight=torch.tensor(1.0, dtype=F64), wrt=None, item=0)
+            leaf = logits.clone().requires_grad_(True)
+            reference_loss_and_accuracy(leaf, t, s)[0].backward()
+            gradient = (gradient, leaf.grad)
+        probes.append((label, handle, reference_loss_and_accuracy(logits, t, s), gradient))
 
     def judge(r):
-        for label, handle, (ref_loss, ref_accuracy) in probes:
+        for label, handle, (ref_loss, ref_accuracy), gradient in probes:
             loss, accuracy = r.pair(handle, f"loss_and_accuracy on {label}")
-            close_torch(as_number(loss, f"the loss on {label}"), ref_loss, atol=1e-10, rtol=1e-10,
-                        what=f"the loss on {label}")
-            close_torch(as_number(accuracy, f"the accuracy on {label}"), ref_accuracy, atol=1e-6, rtol=0,
-                        what=f"the accuracy on {label}")
+            close_torch(as_number(loss, f"The loss on {label}"), ref_loss, atol=1e-10, rtol=1e-10,
+                        what="The loss", on=label,
+                        cause="It is compared with the cross-entropy of the positions that count, averaged, "
+                              "atol=rtol=1e-10.")
+            close_torch(as_number(accuracy, f"The accuracy on {label}"), ref_accuracy, atol=1e-6, rtol=0,
+                        what="The accuracy", on=label,
+                        cause="It is compared with the share of right predictions among the positions that count, "
+                              "atol=1e-6 (a float32 accuracy is fine).")
+            if gradient is not None:
+                handle, ref_gradient = gradient
+                error = r.raised(handle)
+                expect(error is None, f"On {label}, the loss cannot be backpropagated to the logits ({error}): "
+                                      "compute it with tensor operations on the logits (no .item(), no .detach(), "
+                                      "no torch.no_grad()).")
+                got = r.value(handle, f"The gradient of the loss on {label}")
+                expect(got is not None, f"On {label}, the loss is not connected to the logits, so loss.backward() "
+                                        "could not train the model.")
+                close_torch(as_tensor(got, label), ref_gradient, atol=1e-10, rtol=1e-10,
+                            what="The gradient of the loss with respect to the logits", on=label,
+                            cause="(atol=rtol=1e-10) The logits of the positions that do not count should get no "
+                                  "gradient.")
 
     return judge
 
@@ -169,7 +209,7 @@ def previous_token_batch(gen, batch_size, V, T):
     """The notebook's make_previous_token_task(V, T)(gen, batch_size)."""
     tokens = torch.randint(V, (batch_size, T), generator=gen)
     scored = torch.ones(batch_size, T, dtype=torch.bool)
-    scored[:, 0] = False
+    scored[:, :1] = False
     return tokens, tokens.roll(1, dims=1), scored
 
 
@@ -178,9 +218,9 @@ def look_back_training(V, C, steps, lr, seed, batch_size, eval_every, probe):
     logits on ``probe`` at every evaluation. The global random state is used only inside fork_rng, as the
     notebook's torch.manual_seed(seed) and reset_parameters() use it, and is left as it was."""
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+        torch.manual_seed(int(seed))
         tables = [torch.nn.Embedding(V, V, dtype=F64), torch.nn.Embedding(C, V, dtype=F64)]
-        torch.manual_seed(seed)
+        torch.manual_seed(int(seed))
         for table in tables:
             table.reset_parameters()
 
@@ -190,26 +230,25 @@ def look_back_training(V, C, steps, lr, seed, batch_size, eval_every, probe):
         return previous + tables[1](torch.arange(T))
 
     def measure(batch):
-        tokens, targets, scored = batch
-        return reference_loss_and_accuracy(model(tokens), targets, scored)
+        return reference_loss_and_accuracy(model(batch[0]), batch[1], batch[2])
 
-    batches = torch.Generator().manual_seed(seed)
+    train_batches = torch.Generator().manual_seed(seed)
     eval_set = previous_token_batch(torch.Generator().manual_seed(10_000 + seed), 500, V, C)
-    optimizer = torch.optim.Adam([t.weight for t in tables], lr=lr)
+    adam = torch.optim.Adam([t.weight for t in tables], lr=lr)
     history, recorded = ([], [], []), []
-    for step in range(steps + 1):
-        if step % eval_every == 0:
+    for step in range(0, steps + 1):
+        if not step % eval_every:
             with torch.no_grad():
                 loss, accuracy = measure(eval_set)
                 recorded.append(model(probe))
             for column, value in zip(history, (step, loss.item(), accuracy.item())):
                 column.append(value)
-        if step == steps:
+        if step >= steps:
             return history, recorded
-        loss, _ = measure(previous_token_batch(batches, batch_size, V, C))
-        optimizer.zero_grad()
+        loss, _ = measure(previous_token_batch(train_batches, batch_size, V, C))
+        adam.zero_grad()
         loss.backward()
-        optimizer.step()
+        adam.step()
 
 
 def test_train(p):
@@ -219,32 +258,40 @@ def test_train(p):
     runs.append((int(p.rng.integers(3, 12)), int(p.rng.integers(3, 12)), every * int(p.rng.integers(1, 5)),
                  float(p.rng.choice([0.01, 0.02, 0.05, 0.1])), int(p.rng.integers(0, 100_000)),
                  int(p.rng.integers(2, 17)), every))
+    if p.in_kernel:  # the visible part has trained the first two; the run drawn afresh is fixed there
+        runs = runs[2:-1]
     cases = []
     for V, C, steps, lr, seed, batch_size, eval_every in runs:
-        probe = torch.randint(V, (3, C), generator=p.gen)
+        # Every token id at every position: the logits pin down every trained weight.
+        probe = torch.arange(V)[:, None].expand(V, C).contiguous()
         handle = p.call("record_training", Nested("LookBackModel", V, C), Nested("make_previous_token_task", V, C),
                         steps, lr, seed, probe, batch_size=batch_size, eval_every=eval_every)
-        label = (f"train on LookBackModel({V}, {C}) for {steps} steps with lr={lr}, seed={seed}, "
+        label = (f"LookBackModel({V}, {C}) trained for {steps} steps with lr={lr}, seed={seed}, "
                  f"batch_size={batch_size}, eval_every={eval_every}")
         cases.append((label, handle, look_back_training(V, C, steps, lr, seed, batch_size, eval_every, probe)))
 
     def judge(r):
         for label, handle, ((steps, losses, accuracies), recorded) in cases:
             got = r.value(handle, label)
-            expect(isinstance(got, tuple) and len(got) == 4, f"{label}: record_training did not return its 4 lists")
+            expect(isinstance(got, tuple) and len(got) == 4, f"{label}: record_training did not return its 4 lists.")
             got_steps, got_losses, got_accuracies, got_logits = got
-            expect(list(got_steps) == steps, f"{label}: the history's steps are {list(got_steps)[:12]}, not "
-                   f"{steps[:12]}")
-            for name, values, ref in [("losses", got_losses, losses), ("accuracies", got_accuracies, accuracies)]:
+            expect(list(got_steps) == steps, f"{label}: the history's steps should be 0, eval_every, ..., steps "
+                                             f"({len(steps)} evaluations); they are not.")
+            for name, values, ref in [("loss", got_losses, losses), ("accuracy", got_accuracies, accuracies)]:
                 expect(isinstance(values, list) and all(type(v) is float for v in values),
-                       f"{label}: the history's {name} are not a list of floats")
+                       f"{label}: history['{name}'] should hold Python floats (.item() of the tensor).")
                 close_torch(torch.tensor(values, dtype=F64), torch.tensor(ref, dtype=F64), atol=1e-6, rtol=1e-6,
-                            what=f"{label}: the history's {name}")
+                            what=f"history['{name}']", on=label,
+                            cause="It is compared with a reference loop, atol=rtol=1e-6; if section 2's tests fail, "
+                                  "fix them first.")
             expect(isinstance(got_logits, list) and len(got_logits) == len(recorded),
-                   f"{label}: watch was not called once per evaluation")
+                   f"{label}: watch(model, step) should be called once at every evaluation; it was called "
+                   f"{len(got_logits) if isinstance(got_logits, list) else 0} times for {len(recorded)} evaluations.")
             for step, value, ref in zip(steps, got_logits, recorded):
                 close_torch(as_tensor(value, label), ref, atol=1e-6, rtol=1e-6,
-                            what=f"{label}: the model's logits at the evaluation of step {step}")
+                            what=f"The model's logits at the evaluation of step {step}", on=label,
+                            cause="They are compared, for every token id at every position, with those of the same "
+                                  "model trained by a reference loop, atol=rtol=1e-6: the trained weights differ.")
 
     return judge
 
@@ -258,6 +305,8 @@ def test_trained_model(p):
     while fresh in {(V, C) for V, C, *_ in runs}:  # a size the tests do not use
         fresh = (int(p.rng.integers(8, 33)), int(p.rng.integers(6, 17)))
     runs.append((*fresh, int(p.rng.integers(0, 100_000)), 0.8, 0.5))
+    if p.in_kernel:  # the visible part has trained and judged the first; the run drawn afresh is fixed there
+        runs = runs[1:-1]
     cases = []
     for V, C, seed, least_accuracy, least_weight in runs:
         tokens, targets, scored = previous_token_batch(p.gen, 500, V, C)
@@ -269,22 +318,31 @@ def test_trained_model(p):
         for label, V, C, targets, scored, least_accuracy, least_weight, handle in cases:
             logits, weights = r.pair(handle, label)
             logits = as_tensor(logits, label)
-            expect(tuple(logits.shape) == (500, C, V), f"{label}: logits of shape {tuple(logits.shape)}")
+            expect(tuple(logits.shape) == (500, C, V), f"{label}: the logits for tokens of shape (500, {C}) should "
+                                                      f"have shape (500, {C}, {V}); they have shape "
+                                                      f"{tuple(logits.shape)}.")
             accuracy = (logits.argmax(dim=-1) == targets)[scored].to(F64).mean().item()
-            expect(accuracy >= least_accuracy, f"{label}: right {100 * accuracy:.1f} % of the time on 500 sequences "
-                   f"drawn by the grader, below {100 * least_accuracy:.0f} %")
-            expect(isinstance(weights, (list, tuple)) and len(weights) > 0, f"{label}: no attention weights")
+            expect(accuracy >= least_accuracy, f"{label}: on 500 new sequences the trained model is right "
+                   f"{100 * accuracy:.1f} % of the time, below {100 * least_accuracy:.0f} %. If the tests of sections "
+                   "1 to 3 pass, train for more steps, or with a larger learning rate; and build the model and the "
+                   "task for the vocab_size and context_len given.")
+            expect(isinstance(weights, (list, tuple)) and len(weights) > 0,
+                   f"{label}: the trained model returned no attention weights.")
             best = 0.0
             for w in weights:
                 w = as_tensor(w, label)
                 expect(w.dim() == 4 and tuple(w.shape[-2:]) == (C, C) and w.shape[0] == 500,
-                       f"{label}: attention weights of shape {tuple(w.shape)}")
+                       f"{label}: the attention weights should have shape (500, H, {C}, {C}); they have shape "
+                       f"{tuple(w.shape)}.")
                 best = max(best, w.diagonal(-1, dim1=-2, dim2=-1).mean(dim=(0, 2)).max().item())
             expect(best >= least_weight, f"{label}: no head puts {least_weight} of its weight on the previous "
-                   f"position on average (the best: {best:.2f})")
+                   f"position on average (the best: {best:.2f}). Train longer, so that a head settles on the "
+                   "previous position.")
 
     return judge
 
+
+GENERATED_HIDDEN_TESTS = True  # make release writes the hidden tests from these checks (tools/hidden_tests.py)
 
 CHECKS = {
     "test_attention_only_model": test_attention_only_model,
