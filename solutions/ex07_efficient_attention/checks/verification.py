@@ -90,6 +90,11 @@ def recorded(r, handle, what):
     return value
 
 
+def root(d_k):
+    """sqrt(d_k) as a message writes it: 3 for 9, sqrt(8) for 8."""
+    return f"{math.isqrt(d_k)}" if math.isqrt(d_k) ** 2 == d_k else f"sqrt({d_k})"
+
+
 def long_sequence_length(memory):
     """The smallest round length whose (T, T) matrix of float64 scores alone exceeds ``memory`` bytes."""
     return (math.isqrt(memory // 8) // 100 + 1) * 100 + 100
@@ -260,7 +265,7 @@ def tiled_cause(got, q, k, v, block, causal, one_block, plain):
                     "own key: compute it, with only the keys j > i masked, rather than skip it or mask it whole.")
         return "It contains NaN: measure from 0 while the running maximum is still -inf."
     if same(got, attention(q * math.sqrt(d_k), k, v), tol):
-        return f"It matches attention without the scale: divide the scores by sqrt(d_k) = sqrt({d_k})."
+        return f"It matches attention without the scale: divide the scores by sqrt(d_k) = {root(d_k)}."
     if d_k > 1 and same(got, attention(q / math.sqrt(d_k), k, v), tol):
         return f"It matches scores divided by d_k = {d_k}: divide by sqrt(d_k) instead."
     if causal and plain is not None and not same(plain, attention(q, k, v, False), tol):
@@ -440,7 +445,12 @@ def test_kv_cache(p):
         cases.append((label, lead, chunks, p.call("cache_history", Nested("KVCache"), chunks)))
 
     def judge(r):
-        for label, lead, chunks, h in cases:
+        for n_case, (label, lead, chunks, h) in enumerate(cases):
+            error = r.raised(h)
+            expect(error is None or n_case == 0,
+                   f"A new KVCache filled with {label}, after other caches were filled, raised "
+                   f"{error.type if error else ''}: {error.message[:200] if error else ''}. If it holds what another cache appended, the caches "
+                   "share their state: set self.keys and self.values in __init__, rather than as class attributes.")
             history = returned(r, h, f"A KVCache filled with {label}")
             expect(isinstance(history, list) and len(history) == len(chunks) + 1,
                    f"A KVCache filled with {label} left no history: run the helper cell unchanged.")
@@ -496,7 +506,7 @@ def decode_cause(got, Q, K, V):
                 "query (dim=-2) makes them. Take the softmax over the keys, the last dimension.")
     d_k = Q.shape[-1]
     if same(got, F.scaled_dot_product_attention(Q * math.sqrt(d_k), K, V, is_causal=True), tol):
-        return f"It matches attention without the scale: divide the scores by sqrt(d_k) = sqrt({d_k})."
+        return f"It matches attention without the scale: divide the scores by sqrt(d_k) = {root(d_k)}."
     return ""
 
 
@@ -570,10 +580,11 @@ def gqa_cause(got, q, k, v, causal):
     H, G, d_k = q.shape[1], k.shape[1], q.shape[-1]
     tol = TOL[q.dtype]
     if 1 < G < H and same(got, reference_gqa(q, k, v, causal, repeat="repeat"), tol):
-        return (f"Your query heads use the key/value heads 0, 1, ..., {G - 1}, 0, 1, ... in turn, as repeat(...) makes "
-                f"them: consecutive query heads share a head, as repeat_interleave(H // G, dim=1) makes them.")
+        return (f"Your query heads use the key/value heads {', '.join(str(h % G) for h in range(H))}, as repeat(...) "
+                f"makes them: consecutive query heads share a head, "
+                f"{', '.join(str(h // (H // G)) for h in range(H))}, as repeat_interleave(H // G, dim=1) makes them.")
     if same(got, reference_gqa(q, k, v, causal, scale=1.0), tol):
-        return f"It matches attention without the scale: divide the scores by sqrt(d_k) = sqrt({d_k})."
+        return f"It matches attention without the scale: divide the scores by sqrt(d_k) = {root(d_k)}."
     if causal and same(got, reference_gqa(q, k, v, False), tol):
         return "It ignores the mask: with causal=True, query i may attend to keys j <= i only."
     return f"Query head h should attend with key/value head h // (H // G) = h // {H // G}."
