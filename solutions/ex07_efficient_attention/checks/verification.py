@@ -449,8 +449,9 @@ def test_kv_cache(p):
             error = r.raised(h)
             expect(error is None or n_case == 0,
                    f"A new KVCache filled with {label}, after other caches were filled, raised "
-                   f"{error.type if error else ''}: {error.message[:200] if error else ''}. If it holds what another cache appended, the caches "
-                   "share their state: set self.keys and self.values in __init__, rather than as class attributes.")
+                   f"{error.type if error else ''}: {error.message[:200] if error else ''}. If it holds what another "
+                   "cache appended, the caches share their state: set self.keys and self.values in __init__, "
+                   "rather than as class attributes.")
             history = returned(r, h, f"A KVCache filled with {label}")
             expect(isinstance(history, list) and len(history) == len(chunks) + 1,
                    f"A KVCache filled with {label} left no history: run the helper cell unchanged.")
