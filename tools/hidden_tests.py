@@ -2,7 +2,8 @@
 
 A graded check is written once, as a check builder in
 ``solutions/<assignment>/checks/verification.py`` (tools/verification/probes.py
-says how). ``make release`` writes each graded test cell's hidden part from it:
+says how). ``make release`` writes each graded test cell's hidden part from it
+(every assignment's, every graded cell's):
 
 .. code-block:: python
 
@@ -107,14 +108,6 @@ class Spec:
         )
 
 
-def generates(spec_path: Path) -> bool:
-    """True if the spec asks for its hidden tests to be generated (GENERATED_HIDDEN_TESTS = True)."""
-    tree = ast.parse(Path(spec_path).read_text())
-    return any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "GENERATED_HIDDEN_TESTS"
-                                                 for t in n.targets)
-               and isinstance(n.value, ast.Constant) and n.value.value is True for n in tree.body)
-
-
 def with_hidden_section(source: str, section: str) -> str:
     """A test cell's source with its hidden part replaced (or added at the end)."""
     if BEGIN in source:
@@ -140,8 +133,6 @@ def sync_notebook(path: Path, assignment: str, spec_path: Path) -> bool:
     """Generate the hidden tests of the source notebook at ``path`` from its spec; True if it changed."""
     import nbformat
 
-    if not generates(spec_path):
-        return False
     notebook = nbformat.read(path, as_version=4)
     if not synced_notebook(notebook, assignment, spec_path):
         return False

@@ -260,8 +260,6 @@ def test_self_attention(p):
     return judge
 
 
-GENERATED_HIDDEN_TESTS = True  # make release writes the hidden tests from these checks (tools/hidden_tests.py)
-
 CHECKS = {
     "test_scores_by_hand": test_scores_by_hand,
     "test_project": test_project,

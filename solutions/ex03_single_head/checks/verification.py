@@ -699,8 +699,6 @@ def test_causal_dropout(p):
     return judge
 
 
-GENERATED_HIDDEN_TESTS = True  # make release writes the hidden tests from these checks (tools/hidden_tests.py)
-
 CHECKS = {
     "test_sdpa": test_sdpa,
     "test_self_attention": test_self_attention,

@@ -805,8 +805,6 @@ def test_cross_attention(p):
     return judge
 
 
-GENERATED_HIDDEN_TESTS = True  # make release writes the hidden tests from these checks (tools/hidden_tests.py)
-
 CHECKS = {
     "test_split_heads": test_split_heads,
     "test_merge_heads": test_merge_heads,

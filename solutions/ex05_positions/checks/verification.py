@@ -495,8 +495,6 @@ def test_alibi_bias(p):
     return judge
 
 
-GENERATED_HIDDEN_TESTS = True  # make release writes the hidden tests from these checks (tools/hidden_tests.py)
-
 CHECKS = {
     "test_sinusoidal_encoding": test_sinusoidal_encoding,
     "test_apply_rope": test_apply_rope,

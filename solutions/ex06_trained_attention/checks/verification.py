@@ -342,8 +342,6 @@ def test_trained_model(p):
     return judge
 
 
-GENERATED_HIDDEN_TESTS = True  # make release writes the hidden tests from these checks (tools/hidden_tests.py)
-
 CHECKS = {
     "test_attention_only_model": test_attention_only_model,
     "test_loss_and_accuracy": test_loss_and_accuracy,
