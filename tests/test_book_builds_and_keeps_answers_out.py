@@ -17,7 +17,7 @@ import nbformat
 import pytest
 import yaml
 
-from tools.nbgrader_course import protected_regions
+from tools.nbgrader_course import gives_nothing_away, protected_regions, public_lines
 from tools.paths import BUILD_HTML, ROOT, SOLUTIONS, assignments
 
 
@@ -95,16 +95,20 @@ def telling_passages(source, width=3):
     solution region, the whole region. Single lines are not telling (a chapter
     may well teach `e / e.sum(...)`), and a chapter that builds the same layers
     as an exercise shares some of its lines, but a page that shows a whole
-    answer, or three lines of a hidden test, leaks.
+    answer, or three lines of a hidden test, leaks. A run whose every line
+    gives nothing away (imports, lines the student's notebook shows too: a
+    hidden test repeats the visible one's set-up) is not telling.
     """
+    public = public_lines(source)
     passages = []
     for kind, lines in protected_regions(source):
-        lines = [squash(line) for line in lines]
         if kind == "SOLUTION":
-            passages.append(" ".join(lines))
+            passages.append(" ".join(squash(line) for line in lines))
             continue
         for start in range(max(1, len(lines) - width + 1)):
-            passages.append(" ".join(lines[start:start + width]))
+            run = lines[start:start + width]
+            if not all(gives_nothing_away(line, public) for line in run):
+                passages.append(" ".join(squash(line) for line in run))
     return passages
 
 

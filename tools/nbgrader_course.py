@@ -266,9 +266,8 @@ def protected_regions(source_notebook):
     return regions
 
 
-def hidden_lines(source_notebook):
-    """Telling lines of the protected regions: long, and not also in the public part."""
-    protected = {line for _, lines in protected_regions(source_notebook) for line in lines}
+def public_lines(source_notebook) -> set:
+    """The stripped lines of the notebook outside its protected regions: what students see."""
     public = set()
     inside = False
     for cell in nbformat.read(source_notebook, as_version=4).cells:
@@ -279,5 +278,16 @@ def hidden_lines(source_notebook):
                 inside = False
             elif not inside:
                 public.add(line.strip())
-    # A line that the public part also contains (an import, `Q = project(X, W_q)`) gives nothing away.
-    return sorted(line for line in protected if len(line) > 12 and line not in public)
+    return public
+
+
+def gives_nothing_away(line: str, public: set) -> bool:
+    """A protected line that the public part also contains (`Q = project(X, W_q)`), or an import."""
+    return line in public or re.match(r"(import|from) [\w.]+( import [\w., ]+)?( as \w+)?$", line) is not None
+
+
+def hidden_lines(source_notebook):
+    """Telling lines of the protected regions: long, and not also in the public part."""
+    protected = {line for _, lines in protected_regions(source_notebook) for line in lines}
+    public = public_lines(source_notebook)
+    return sorted(line for line in protected if len(line) > 12 and not gives_nothing_away(line, public))
