@@ -591,7 +591,9 @@ def hidden_lines():
             visible, lines = split_hidden(cell.source, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
             hidden.update(line.strip() for line in lines)
             public.update(line.strip() for line in visible.splitlines())
-    return [line for line in hidden - public if len(line) >= 20]
+    # A hidden line that a visible one holds (a check words a failure as the visible test does) is seen anyway.
+    shown = "\n".join(public)
+    return [line for line in hidden - public if len(line) >= 20 and line not in shown]
 
 
 def test_hidden_tests_reach_no_feedback_by_any_field(graded):
