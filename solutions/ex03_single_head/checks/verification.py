@@ -648,9 +648,10 @@ def test_causal_dropout(p):
                "the attention weights, not to the output, and return the weights after dropout.")
         kept = w_t != 0
         factors = w_t[kept] / w_e1[kept]
+        low, high = f"{factors.min():.3g}", f"{factors.max():.3g}"
         expect(torch.allclose(factors, torch.full_like(factors, 2.0), atol=1e-4, rtol=1e-4),
                f"The weights that survive dropout should be the eval() weights times 1 / (1 - p); yours are "
-               f"multiplied by factors between {factors.min():.3g} and {factors.max():.3g}. nn.Dropout does this "
+               f"multiplied by {low if low == high else f'factors between {low} and {high}'}. nn.Dropout does this "
                "rescaling for you.")
         close_torch(out_t, w_t @ values_visible, atol=1e-5, rtol=1e-5, what="out in train() mode",
                     on="x of shape (2, 6, 6) with dropout=0.5",
