@@ -42,8 +42,9 @@ def site_texts():
         yield path, visible_text(path)
 
 
-def visible_text(path):
-    """A file's text as a reader or a search would meet it, whitespace squashed."""
+def visible_text(path, squashed=True):
+    """A file's text as a reader or a search would meet it, whitespace squashed
+    (or, with ``squashed=False``, with its line breaks, for ``code_tokens``)."""
     raw = path.read_text(errors="replace")
     if path.suffix == ".ipynb":
         raw = "\n".join(cell.source for cell in nbformat.reads(raw, as_version=4).cells)
@@ -51,7 +52,68 @@ def visible_text(path):
         parser = _Text()
         parser.feed(raw)
         raw = html.unescape("".join(parser.parts))
-    return squash(raw)
+    return squash(raw) if squashed else raw
+
+
+# Code as a stream of tokens: names, numbers, operators and brackets, one by
+# one. Line breaks, indentation, spaces and comments are not tokens, so a copy
+# re-wrapped inside its parentheses, re-indented or re-commented reads the same.
+TOKEN = re.compile(r"[A-Za-z_]\w*|\d[\w.]*|\*\*=?|//=?|->|[-+*/%@<>=!&|^]=|<<|>>|\S")
+COMMENT = re.compile(r"#[^\n]*")
+# A run of this many tokens (two or three lines of code) shared with a page leaks
+# an answer; a whole region shorter than SHORTEST (`return softmax(S)`) tells nothing.
+WINDOW = 40
+SHORTEST = 12
+# Files in which a page can show code to a reader (scripts and data files of the
+# site's libraries are left out: tens of MB of tokens, and no page shows them).
+CODE_SUFFIXES = {".html", ".ipynb", ".py", ".md", ".txt"}
+
+
+def code_tokens(text):
+    """``text`` as code tokens, comments left out (in prose, what follows a "#"
+    on its line is left out too: that only compares less)."""
+    return TOKEN.findall(COMMENT.sub(" ", text))
+
+
+def token_runs(tokens):
+    """Every run of WINDOW tokens of ``tokens``, or all of them if fewer (None if fewer than SHORTEST)."""
+    if len(tokens) < SHORTEST:
+        return []
+    if len(tokens) <= WINDOW:
+        return [tuple(tokens)]
+    return [tuple(tokens[i:i + WINDOW]) for i in range(len(tokens) - WINDOW + 1)]
+
+
+class SiteCode:
+    """Every run of tokens a page of the site shows, to look a run up in one step."""
+
+    def __init__(self, texts):
+        self.windows = {}   # hash of a WINDOW-token run -> the first file that shows it
+        self.streams = []   # (path, "\x00"-joined tokens) for runs shorter than WINDOW
+        for path, text in texts:
+            tokens = code_tokens(text)
+            for i in range(len(tokens) - WINDOW + 1):
+                self.windows.setdefault(hash(tuple(tokens[i:i + WINDOW])), path)
+            self.streams.append((path, "\x00" + "\x00".join(tokens) + "\x00"))
+
+    def shows(self, run):
+        """The file that shows ``run`` of tokens, or None."""
+        if len(run) == WINDOW:
+            return self.windows.get(hash(run))
+        joined = "\x00" + "\x00".join(run) + "\x00"
+        return next((path for path, stream in self.streams if joined in stream), None)
+
+
+_SITE = {}
+
+
+def site():
+    """(texts, SiteCode) of the built site, read once per session: ``texts`` is site_texts()."""
+    if "texts" not in _SITE:
+        _SITE["texts"] = list(site_texts())
+        _SITE["code"] = SiteCode((path, visible_text(path, squashed=False))
+                                 for path, _ in _SITE["texts"] if path.suffix in CODE_SUFFIXES)
+    return _SITE["texts"], _SITE["code"]
 
 
 def toc_files():
@@ -112,15 +174,61 @@ def telling_passages(source, width=3):
     return passages
 
 
+def telling_token_runs(source):
+    """The same, token for token (``code_tokens``): every run of WINDOW tokens of
+    a solution region, and of each stretch of a hidden-test region whose lines
+    give something away; a shorter region or stretch whole."""
+    public = public_lines(source)
+    # What the student's own notebook shows gives nothing away either: a hidden
+    # test repeats its visible test's set-up and messages, wrapped differently.
+    shown = SiteCode([(source, public_code(source))])
+    runs = []
+    for kind, lines in protected_regions(source):
+        stretches = [lines] if kind == "SOLUTION" else [[]]
+        if kind != "SOLUTION":
+            for line in lines:
+                if gives_nothing_away(line, public):
+                    stretches.append([])
+                else:
+                    stretches[-1].append(line)
+        for stretch in stretches:
+            runs += [run for run in token_runs(code_tokens("\n".join(stretch))) if shown.shows(run) is None]
+    return runs
+
+
+def public_code(source):
+    """The code of a source notebook outside its protected regions: what its students see."""
+    kept, inside = [], False
+    for cell in nbformat.read(source, as_version=4).cells:
+        if cell.cell_type != "code":
+            continue
+        for line in cell.source.splitlines():
+            if re.search(r"### BEGIN (SOLUTION|HIDDEN TESTS)", line):
+                inside = True
+            elif re.search(r"### END (SOLUTION|HIDDEN TESTS)", line):
+                inside = False
+            elif not inside:
+                kept.append(line)
+        kept.append("")
+    return "\n".join(kept)
+
+
 @pytest.mark.parametrize("assignment", assignments())
 def test_no_page_contains_solution_code_or_hidden_tests(book, assignment):
     source = SOLUTIONS / assignment / f"{assignment}.ipynb"
     passages = telling_passages(source)
     assert passages
-    for path, text in site_texts():
+    texts, code = site()
+    for path, text in texts:
         assert "BEGIN HIDDEN TESTS" not in text and "BEGIN SOLUTION" not in text, path
         leaked = [p for p in passages if p in text]
         assert not leaked, f"{path.relative_to(BUILD_HTML)} shows text from solutions/{assignment}: {leaked[:2]}"
+    runs = telling_token_runs(source)
+    assert runs
+    for run in runs:
+        path = code.shows(run)
+        assert path is None, (f"{path.relative_to(BUILD_HTML)} shows code from solutions/{assignment}, token for "
+                              f"token (line breaks, spaces and comments aside): {' '.join(run)}")
 
 
 def test_exercise_pages_link_only_to_student_notebooks(book):
@@ -140,3 +248,21 @@ def test_leak_check_catches_a_published_solution(tmp_path, assignment):
     text = visible_text(page)
     for kind, lines in protected_regions(source):
         assert any(p in text for p in telling_passages(source)), kind
+
+
+@pytest.mark.parametrize("assignment", assignments())
+def test_token_check_catches_a_rewrapped_solution(tmp_path, assignment):
+    """The token check above can fail: a page showing a solution re-wrapped
+    inside its brackets, re-indented and with other comments is caught, while
+    the squashed-text check misses it."""
+    source = SOLUTIONS / assignment / f"{assignment}.ipynb"
+    regions = [lines for kind, lines in protected_regions(source)
+               if kind == "SOLUTION" and len(code_tokens("\n".join(lines))) >= SHORTEST]
+    assert regions
+    for lines in regions:
+        code = COMMENT.sub("# in other words", "\n".join(lines))
+        code = re.sub(r"([(,\[])[ \t]*", "\\1\n            ", code)
+        page = tmp_path / "page.html"
+        page.write_text("<html><body><pre>" + html.escape(code) + "</pre></body></html>")
+        shown = SiteCode([(page, visible_text(page, squashed=False))])
+        assert any(shown.shows(run) for run in token_runs(code_tokens("\n".join(lines)))), lines[:3]

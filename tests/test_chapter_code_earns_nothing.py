@@ -1,0 +1,199 @@
+"""Promise: an assignment grades a transfer of what the chapters taught, not a copy of their code.
+
+The chapters show complete, working code, as a textbook should; each graded task
+asks the student to carry it to a problem the chapters did not solve. This
+module proves that no chapter's code earns a graded task's points: for every
+graded test cell of every assignment, and every answer its check calls, each
+chapter definition that could stand in for that answer — the one of the same
+name, and every other function or class whose signature takes the same call
+(renaming is not the fix) — is put in the answer's place in an otherwise
+correct notebook, and the cell's check must fail.
+
+The checks are the hidden tests (tools/hidden_tests.py writes them into the
+test cells), run here as they run in the kernel (tools/verification/in_kernel.py):
+a check that fails here is a test cell that scores nothing. As a control, the
+same check passes the solution's own answers in the same namespace.
+"""
+
+import ast
+import inspect
+import os
+import re
+import signal
+import sys
+import warnings
+from contextlib import contextmanager
+from functools import lru_cache
+
+import nbformat
+import pytest
+
+from tools.paths import CHAPTERS, SOLUTIONS, assignments
+from tools.verification.in_kernel import run_check
+from tools.verify import load_spec
+
+# A check that runs longer than this on a chapter's definition fails it (it would
+# also run past the cell's time limit in the kernel).
+CHECK_SECONDS = 60
+
+
+@contextmanager
+def deadline(seconds):
+    def give_up(signum, frame):
+        raise TimeoutError(f"ran past {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, give_up)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def definitions_only(tree):
+    """The statements of a chapter cell that define something without computing
+    (imports, functions, classes, and names bound to literals); the rest of a
+    chapter (its experiments, plots and training runs) is left out."""
+    kept = []
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)):
+            kept.append(node)
+        elif isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+            try:
+                ast.literal_eval(node.value)
+            except ValueError:
+                continue
+            kept.append(node)
+    return kept
+
+
+@lru_cache(maxsize=None)
+def chapter_definitions():
+    """[(chapter, name, object)]: every top-level function and class of every
+    chapter, defined as the chapter defines it (in its own namespace, after the
+    chapter's imports, functions and constants above it)."""
+    found = []
+    sys.path.insert(0, str(CHAPTERS))  # the chapters' `import course`
+    try:
+        for path in sorted(CHAPTERS.glob("ch*.ipynb")):
+            namespace = {"__name__": f"chapter_{path.stem}"}
+            for cell in nbformat.read(path, as_version=4).cells:
+                if cell.cell_type != "code":
+                    continue
+                try:
+                    tree = ast.parse(cell.source)
+                except SyntaxError:
+                    continue
+                for node in definitions_only(tree):
+                    try:
+                        exec(compile(ast.Module([node], []), str(path), "exec"), namespace)
+                    except Exception:  # noqa: BLE001 - a definition that needs the chapter's computations
+                        continue
+                    if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in namespace:
+                        found.append((path.stem, node.name, namespace[node.name]))
+    finally:
+        sys.path.remove(str(CHAPTERS))
+    return found
+
+
+def answer_cells(notebook):
+    """{name: grade_id} of what the solution cells define."""
+    names = {}
+    for cell in notebook.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("solution"):
+            for node in ast.parse(cell.source).body:
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                    names[node.name] = meta["grade_id"]
+    return names
+
+
+@lru_cache(maxsize=None)
+def solution_namespace(assignment):
+    """The solution notebook's names after its cells ran, its test cells left out."""
+    path = SOLUTIONS / assignment / f"{assignment}.ipynb"
+    namespace = {"__name__": "__main__"}
+    here = os.getcwd()
+    os.chdir(path.parent)
+    try:
+        for cell in nbformat.read(path, as_version=4).cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if cell.cell_type == "code" and not (meta.get("grade") and not meta.get("solution")):
+                exec(compile(cell.source, f"{assignment}:{meta.get('grade_id', 'cell')}", "exec"), namespace)
+    finally:
+        os.chdir(here)
+    return namespace
+
+
+PROBE = re.compile(r"""(?:\bp\.(?:call|module|get|grad)|\bNested)\(\s*["'](\w+)["']""")
+
+
+def called_answers(assignment, grade_id, answers):
+    """The answers a graded cell's check calls (its probes' targets)."""
+    source = inspect.getsource(load_spec(assignment).CHECKS[grade_id])
+    return sorted({name for name in PROBE.findall(source) if name in answers})
+
+
+def can_stand_in(candidate, answer):
+    """Whether ``candidate`` is of the answer's kind (function or class) and takes a
+    call that the answer takes with its required positional arguments."""
+    if inspect.isclass(candidate) != inspect.isclass(answer) or not callable(candidate):
+        return False
+    try:
+        wanted = inspect.signature(answer)
+        offered = inspect.signature(candidate)
+    except (TypeError, ValueError):
+        return False
+    required = [p for p in wanted.parameters.values()
+                if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    try:
+        offered.bind(*[None] * len(required))
+    except TypeError:
+        return False
+    return True
+
+
+def stand_ins(assignment):
+    """[(grade_id, answer name, chapter, chapter definition)] for every graded cell."""
+    notebook = nbformat.read(SOLUTIONS / assignment / f"{assignment}.ipynb", as_version=4)
+    answers = answer_cells(notebook)
+    namespace = solution_namespace(assignment)
+    found = []
+    for grade_id in load_spec(assignment).CHECKS:
+        for name in called_answers(assignment, grade_id, answers):
+            for chapter, defined, obj in chapter_definitions():
+                if defined == name or can_stand_in(obj, namespace[name]):
+                    found.append((grade_id, name, chapter, defined, obj))
+    return found
+
+
+def check_passes(assignment, grade_id, namespace):
+    builder = load_spec(assignment).CHECKS[grade_id]
+    try:
+        with deadline(CHECK_SECONDS), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a chapter's function on inputs it was not written for
+            run_check(assignment, grade_id, builder, namespace)
+    except Exception:  # noqa: BLE001 - an error fails the cell as an assertion does
+        return False
+    return True
+
+
+@pytest.mark.parametrize("assignment", assignments())
+def test_no_chapter_definition_earns_a_graded_task(assignment):
+    namespace = solution_namespace(assignment)
+    found = stand_ins(assignment)
+    assert found, f"no chapter definition could stand in for any answer of {assignment}: the test proves nothing"
+    # The control: in the same namespace the check passes the solution's own answers,
+    # so a chapter definition that behaved as the answer would be caught.
+    for grade_id in {grade_id for grade_id, *_ in found}:
+        assert check_passes(assignment, grade_id, dict(namespace)), (
+            f"{grade_id}'s check fails the solution itself in this test's namespace: the test proves nothing")
+    earned = []
+    for grade_id, name, chapter, defined, obj in found:
+        if check_passes(assignment, grade_id, {**namespace, name: obj}):
+            earned.append(f"{chapter}'s {defined}, as {name}, earns {grade_id}")
+    assert not earned, (
+        f"{assignment} grades code the chapters already show (a graded task must ask for a transfer, not a "
+        "copy): " + "; ".join(earned))
+
