@@ -7,6 +7,7 @@ import csv
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -121,20 +122,55 @@ class GradedCourse:
                         raise ValueError(f"two submissions of {assignment} are called {student}")
                     self.course.submit(student, assignment, nb)
                     self.guests.setdefault(assignment, set()).add(student)
-        self.process = subprocess.run(
+        # `make grade` runs in the background (``finish`` waits for it), so that
+        # the tests that do not read its results run meanwhile (they are
+        # ordered first: pytest_collection_modifyitems).
+        self.workdir = workdir
+        self.logs = {name: open(workdir.parent / f"{workdir.name}-{name}.txt", "w+") for name in ("stdout", "stderr")}
+        self.started = time.monotonic()
+        self.process = subprocess.Popen(
             [str(BIN / "python"), "-m", "tools.grade", "--course", str(workdir)],
-            cwd=ROOT, text=True, capture_output=True, timeout=3600,
+            cwd=ROOT, text=True, stdout=self.logs["stdout"], stderr=self.logs["stderr"],
+            start_new_session=True,  # its workers and kernels are stopped with it (stop)
         )
-        self.out = self.process.stdout
+        self.finished = False
+
+    def stop(self):
+        """Stop `make grade`, its workers and their kernels."""
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.process.wait()
+
+    def finish(self):
+        """Wait for `make grade` and read what it wrote; raise if it failed."""
+        if self.finished:
+            return
+        waiting = time.monotonic()
+        try:
+            self.process.wait(timeout=max(1.0, 3600 - (waiting - self.started)))
+        except subprocess.TimeoutExpired:
+            self.stop()
+        SHARED_RUN["took"], SHARED_RUN["waited"] = time.monotonic() - self.started, time.monotonic() - waiting
+        self.finished = True
+        written = {}
+        for name, log in self.logs.items():
+            log.seek(0)
+            written[name] = log.read()
+            log.close()
+        self.out, stderr = written["stdout"], written["stderr"]
         REPORT_DIR.mkdir(parents=True, exist_ok=True)
         (REPORT_DIR / "timing.txt").write_text("".join(
             line + "\n" for line in self.out.splitlines()
             if line.startswith(("graded ", "worker seconds per phase", "largest worker", "verified "))))
         if self.process.returncode != 0:
-            raise RuntimeError(f"make grade failed:\n{self.out[-4000:]}\n{self.process.stderr[-4000:]}")
+            raise RuntimeError(f"make grade failed (exit status {self.process.returncode}):\n"
+                               f"{self.out[-4000:]}\n{stderr[-4000:]}")
         self.integrity = []
-        if (workdir / "integrity.csv").is_file():
-            with open(workdir / "integrity.csv", newline="") as f:
+        if (self.workdir / "integrity.csv").is_file():
+            with open(self.workdir / "integrity.csv", newline="") as f:
                 self.integrity = list(csv.DictReader(f))
 
     def get(self, assignment):
@@ -163,22 +199,39 @@ def graded_assignments():
     return chosen or assignments()
 
 
+# The shared grading run: started once collection is done (start_shared_run),
+# or on first use; {"course": GradedCourse or the error that stopped it}, and
+# how long it took and how long the suite waited for it.
+SHARED_RUN = {}
+SHARED_FIXTURES = {"graded", "graded_course"}
+
+
+def start_shared_run(tmp_path_factory):
+    if "course" not in SHARED_RUN:
+        try:
+            SHARED_RUN["course"] = GradedCourse(tmp_path_factory.mktemp("graded-course"), graded_assignments())
+        except Exception as error:  # graded once: every later test reports the same failure
+            SHARED_RUN["course"] = error
+
+
 @pytest.fixture(scope="session")
 def graded_course(tmp_path_factory):
     """graded_course() -> the GradedCourse: every assignment graded by one
-    `make grade` run, with the guests of the collected test modules, on first
-    use, once per session."""
-    cache = {}
+    `make grade` run, with the guests of the collected test modules, started in
+    the background once the session has collected its tests, waited for on
+    first use."""
 
     def get():
-        if "course" not in cache:
+        start_shared_run(tmp_path_factory)
+        course = SHARED_RUN["course"]
+        if isinstance(course, GradedCourse):
             try:
-                cache["course"] = GradedCourse(tmp_path_factory.mktemp("graded-course"), graded_assignments())
-            except Exception as error:  # graded once: every later test reports the same failure
-                cache["course"] = error
-        if isinstance(cache["course"], Exception):
-            raise RuntimeError("grading the course failed (the first test that used it shows why)") from cache["course"]
-        return cache["course"]
+                course.finish()
+            except Exception as error:  # noqa: BLE001
+                SHARED_RUN["course"] = course = error
+        if isinstance(course, Exception):
+            raise RuntimeError("grading the course failed (the first test that used it shows why)") from course
+        return course
 
     return get
 
@@ -230,6 +283,9 @@ def _report(terminalreporter):
     timing = REPORT_DIR / "timing.txt"
     if timing.is_file():
         terminalreporter.section("the shared grading run (tools/grade.py's own account)")
+        if "took" in SHARED_RUN:
+            terminalreporter.write_line(f"ran {SHARED_RUN['took']:.0f} s in the background; "
+                                        f"the suite waited {SHARED_RUN['waited']:.0f} s for it")
         for line in timing.read_text().splitlines():
             terminalreporter.write_line(line)
     for path in sorted(REPORT_DIR.glob("*.json")):
@@ -250,10 +306,15 @@ def pytest_sessionstart(session):
 EVERY_CPU = "tests/test_every_cpu.py"
 
 
+def reads_shared_run(item):
+    return bool(SHARED_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
 def pytest_collection_modifyitems(session, config, items):
-    """Run the cross-CPU check of the chapters last: its runs start in the
-    background once collection is done and overlap the rest of the suite."""
-    items.sort(key=lambda item: item.nodeid.startswith(EVERY_CPU))
+    """Run the tests that read the shared grading run after all the others, and
+    the cross-CPU check of the chapters last: both start in the background once
+    collection is done and overlap the rest of the suite."""
+    items.sort(key=lambda item: (item.nodeid.startswith(EVERY_CPU), reads_shared_run(item)))
 
 
 def pytest_collection_finish(session):
@@ -261,7 +322,16 @@ def pytest_collection_finish(session):
         build = getattr(module, "GUEST_SUBMISSIONS", None)
         if build is not None:
             GUEST_BUILDERS[module.__name__] = build
+    if any(reads_shared_run(item) for item in session.items):
+        start_shared_run(session.config._tmp_path_factory)
     if any(item.nodeid.startswith(EVERY_CPU) for item in session.items):
         from tests.test_every_cpu import start_runs
 
         start_runs()
+
+
+def pytest_sessionfinish(session):
+    """A session stopped early (-x, Ctrl-C) leaves no grading run behind."""
+    course = SHARED_RUN.get("course")
+    if isinstance(course, GradedCourse):
+        course.stop()

@@ -17,7 +17,6 @@ same check passes the solution's own answers in the same namespace.
 
 import ast
 import inspect
-import os
 import re
 import signal
 import sys
@@ -114,15 +113,10 @@ def solution_namespace(assignment):
     """The solution notebook's names after its cells ran, its test cells left out."""
     path = SOLUTIONS / assignment / f"{assignment}.ipynb"
     namespace = {"__name__": "__main__"}
-    here = os.getcwd()
-    os.chdir(path.parent)
-    try:
-        for cell in nbformat.read(path, as_version=4).cells:
-            meta = cell.metadata.get("nbgrader", {})
-            if cell.cell_type == "code" and not (meta.get("grade") and not meta.get("solution")):
-                exec(compile(cell.source, f"{assignment}:{meta.get('grade_id', 'cell')}", "exec"), namespace)
-    finally:
-        os.chdir(here)
+    for cell in nbformat.read(path, as_version=4).cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and not (meta.get("grade") and not meta.get("solution")):
+            exec(compile(cell.source, f"{assignment}:{meta.get('grade_id', 'cell')}", "exec"), namespace)
     return namespace
 
 
