@@ -18,7 +18,9 @@ same check passes the solution's own answers in the same namespace.
 import ast
 import inspect
 import re
+import json
 import signal
+import subprocess
 import sys
 import warnings
 from contextlib import contextmanager
@@ -27,7 +29,7 @@ from functools import lru_cache
 import nbformat
 import pytest
 
-from tools.paths import CHAPTERS, SOLUTIONS, assignments
+from tools.paths import CHAPTERS, ROOT, SOLUTIONS, assignments
 from tools.verification.in_kernel import run_check
 from tools.verify import load_spec
 
@@ -173,21 +175,36 @@ def check_passes(assignment, grade_id, namespace):
     return True
 
 
-@pytest.mark.parametrize("assignment", assignments())
-def test_no_chapter_definition_earns_a_graded_task(assignment):
+def verdict(assignment):
+    """What this module proves about one assignment, as plain data: the stand-ins
+    tried, the checks that fail the solution itself (the control), and the
+    chapter definitions that pass a check."""
     namespace = solution_namespace(assignment)
     found = stand_ins(assignment)
-    assert found, f"no chapter definition could stand in for any answer of {assignment}: the test proves nothing"
     # The control: in the same namespace the check passes the solution's own answers,
     # so a chapter definition that behaved as the answer would be caught.
-    for grade_id in {grade_id for grade_id, *_ in found}:
-        assert check_passes(assignment, grade_id, dict(namespace)), (
-            f"{grade_id}'s check fails the solution itself in this test's namespace: the test proves nothing")
-    earned = []
-    for grade_id, name, chapter, defined, obj in found:
-        if check_passes(assignment, grade_id, {**namespace, name: obj}):
-            earned.append(f"{chapter}'s {defined}, as {name}, earns {grade_id}")
-    assert not earned, (
-        f"{assignment} grades code the chapters already show (a graded task must ask for a transfer, not a "
-        "copy): " + "; ".join(earned))
+    control = sorted(grade_id for grade_id in {grade_id for grade_id, *_ in found}
+                     if not check_passes(assignment, grade_id, dict(namespace)))
+    earned = [f"{chapter}'s {defined}, as {name}, earns {grade_id}" for grade_id, name, chapter, defined, obj in found
+              if check_passes(assignment, grade_id, {**namespace, name: obj})]
+    return {"tried": len(found), "control": control, "earned": earned}
 
+
+@pytest.mark.parametrize("assignment", assignments())
+def test_no_chapter_definition_earns_a_graded_task(assignment):
+    # In a Python of its own: a notebook's set-up (torch's default dtype, its
+    # seeds) must reach neither this session nor another assignment.
+    run = subprocess.run([sys.executable, "-m", "tests.test_chapter_code_earns_nothing", assignment],
+                         cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, f"the check of {assignment} did not finish:\n{run.stderr[-3000:]}"
+    result = json.loads(run.stdout.splitlines()[-1])
+    assert result["tried"], f"no chapter definition could stand in for any answer of {assignment}: the test proves nothing"
+    assert not result["control"], (
+        f"{result['control']}: these checks fail the solution itself in this test's namespace: the test proves nothing")
+    assert not result["earned"], (
+        f"{assignment} grades code the chapters already show (a graded task must ask for a transfer, not a "
+        "copy): " + "; ".join(result["earned"]))
+
+
+if __name__ == "__main__":
+    print(json.dumps(verdict(sys.argv[1])))

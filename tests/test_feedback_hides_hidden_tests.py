@@ -13,7 +13,9 @@ student whose code prints the source of every cell it can — hidden tests
 included (this module's GUEST_SUBMISSIONS).
 """
 
+import functools
 import re
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -28,8 +30,14 @@ ASSIGNMENTS = graded_assignments()
 WRONG = [(a, path) for a in ASSIGNMENTS for path in wrong_implementations(a)]
 
 
+@functools.lru_cache(maxsize=None)
+def _notebook_lines(path, mtime_ns):
+    return frozenset(line.strip() for cell in nbformat.read(path, as_version=4).cells
+                     for line in cell.source.splitlines())
+
+
 def notebook_lines(path):
-    return {line.strip() for cell in nbformat.read(path, as_version=4).cells for line in cell.source.splitlines()}
+    return _notebook_lines(Path(path), Path(path).stat().st_mtime_ns)
 
 
 def secret_lines(assignment, kind, submission):
@@ -40,16 +48,30 @@ def secret_lines(assignment, kind, submission):
     seen = notebook_lines(EXERCISES / assignment / f"{assignment}.ipynb") | notebook_lines(submission)
     return {
         line
-        for region, lines in protected_regions(source)
+        for region, lines in _protected_regions(source)
         if region == kind
         for line in lines
         if line not in seen and re.search(r"\w", line)
     }
 
 
+# A script or style element, which a reader does not see: left out before parsing
+# (MathJax alone is 2.3 MB of every page), as the parser would end it.
+UNSEEN = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+
+
+_protected_regions = functools.lru_cache(maxsize=None)(protected_regions)
+
+
 def feedback_text(html_path):
-    """The text a student reads in a feedback page, line by line."""
-    soup = BeautifulSoup(html_path.read_text(), "html.parser")
+    """The text a student reads in a feedback page, line by line (read once per
+    page and session: several tests read every page)."""
+    return list(_feedback_text(Path(html_path), Path(html_path).stat().st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=None)
+def _feedback_text(html_path, mtime_ns):
+    soup = BeautifulSoup(UNSEEN.sub("", html_path.read_text()), "html.parser")
     for tag in soup(["style", "script"]):
         tag.decompose()
     lines = []
@@ -57,7 +79,7 @@ def feedback_text(html_path):
         lines += pre.get_text().splitlines()
         pre.decompose()
     lines += soup.get_text("\n").splitlines()
-    return [line.strip() for line in lines if line.strip()]
+    return tuple(line.strip() for line in lines if line.strip())
 
 
 @pytest.fixture(scope="session")
