@@ -10,9 +10,11 @@ name, and every other function or class whose signature takes the same call
 correct notebook, and the cell's check must fail.
 
 The checks are the hidden tests (tools/hidden_tests.py writes them into the
-test cells), run here as they run in the kernel (tools/verification/in_kernel.py):
-a check that fails here is a test cell that scores nothing. As a control, the
-same check passes the solution's own answers in the same namespace.
+test cells), run here as they run in the kernel (tools/verification/in_kernel.py),
+after the cell's visible tests (a cell whose visible part fails scores nothing;
+most stand-ins stop there, in a fraction of the check's time): a stand-in that
+fails here is a test cell that scores nothing. As a control, the same cell
+passes the solution's own answers in the same namespace.
 """
 
 import ast
@@ -29,6 +31,7 @@ from functools import lru_cache
 import nbformat
 import pytest
 
+from tools.hidden_tests import SECTION
 from tools.paths import CHAPTERS, ROOT, SOLUTIONS, assignments
 from tools.verification.in_kernel import run_check
 from tools.verify import load_spec
@@ -71,9 +74,9 @@ def definitions_only(tree):
 
 @lru_cache(maxsize=None)
 def chapter_definitions():
-    """[(chapter, name, object)]: every top-level function and class of every
-    chapter, defined as the chapter defines it (in its own namespace, after the
-    chapter's imports, functions and constants above it)."""
+    """[(chapter, name, object, source, namespace)]: every top-level function and
+    class of every chapter, defined as the chapter defines it (in its own
+    namespace, after the chapter's imports, functions and constants above it)."""
     found = []
     sys.path.insert(0, str(CHAPTERS))  # the chapters' `import course`
     try:
@@ -92,7 +95,7 @@ def chapter_definitions():
                     except Exception:  # noqa: BLE001 - a definition that needs the chapter's computations
                         continue
                     if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in namespace:
-                        found.append((path.stem, node.name, namespace[node.name]))
+                        found.append((path.stem, node.name, namespace[node.name], ast.unparse(node), namespace))
     finally:
         sys.path.remove(str(CHAPTERS))
     return found
@@ -158,17 +161,42 @@ def stand_ins(assignment):
     found = []
     for grade_id in load_spec(assignment).CHECKS:
         for name in called_answers(assignment, grade_id, answers):
-            for chapter, defined, obj in chapter_definitions():
+            for chapter, defined, obj, source, chapter_namespace in chapter_definitions():
                 if defined == name or can_stand_in(obj, namespace[name]):
-                    found.append((grade_id, name, chapter, defined, obj))
+                    found.append((grade_id, name, chapter, defined, (source, chapter_namespace)))
     return found
 
 
+def pasted(namespace, name, defined, source, chapter_namespace):
+    """The notebook's names after a student pasted the chapter's definition of
+    ``defined`` into the answer cell of ``name``: the definition runs in the
+    notebook, where its names are the notebook's own (the chapter's, for those
+    the notebook lacks), and becomes the answer."""
+    pasted_into = {**chapter_namespace, **namespace}
+    exec(compile(source, f"<chapter's {defined}>", "exec"), pasted_into)
+    pasted_into[name] = pasted_into[defined]
+    return pasted_into
+
+
+@lru_cache(maxsize=None)
+def visible_tests(assignment):
+    """{grade_id: the test cell's code above its hidden tests} (what the student sees)."""
+    path = SOLUTIONS / assignment / f"{assignment}.ipynb"
+    return {cell.metadata["nbgrader"]["grade_id"]: SECTION.sub("", cell.source)
+            for cell in nbformat.read(path, as_version=4).cells
+            if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")
+            and not cell.metadata["nbgrader"].get("solution")}
+
+
 def check_passes(assignment, grade_id, namespace):
+    """Whether the test cell ``grade_id`` passes in ``namespace``: its visible
+    tests first (a cell whose visible part fails scores nothing, and they are
+    quick), then its check, which is its hidden tests."""
     builder = load_spec(assignment).CHECKS[grade_id]
     try:
         with deadline(CHECK_SECONDS), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a chapter's function on inputs it was not written for
+            exec(compile(visible_tests(assignment)[grade_id], f"{assignment}:{grade_id}", "exec"), dict(namespace))
             run_check(assignment, grade_id, builder, namespace)
     except Exception:  # noqa: BLE001 - an error fails the cell as an assertion does
         return False
@@ -185,8 +213,9 @@ def verdict(assignment):
     # so a chapter definition that behaved as the answer would be caught.
     control = sorted(grade_id for grade_id in {grade_id for grade_id, *_ in found}
                      if not check_passes(assignment, grade_id, dict(namespace)))
-    earned = [f"{chapter}'s {defined}, as {name}, earns {grade_id}" for grade_id, name, chapter, defined, obj in found
-              if check_passes(assignment, grade_id, {**namespace, name: obj})]
+    earned = [f"{chapter}'s {defined}, as {name}, earns {grade_id}"
+              for grade_id, name, chapter, defined, (source, chapter_namespace) in found
+              if check_passes(assignment, grade_id, pasted(namespace, name, defined, source, chapter_namespace))]
     return {"tried": len(found), "control": control, "earned": earned}
 
 
