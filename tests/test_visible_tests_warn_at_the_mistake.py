@@ -51,15 +51,9 @@ MUST_BE_CAUGHT = {
         "masked_after_softmax", "masked_wrong_convention", "masked_multiplies_scores",
     ],
     "ex03_single_head": [
-        "self_attention_queries_keys_swapped", "causal_split_order_kqv", "causal_scaled_by_fused_width",
-        "sdpa_unscaled", "sdpa_scaled_by_sqrt_d_v", "sdpa_hard_coded_scale", "sdpa_softmax_over_queries",
-        "sdpa_mask_inverted", "sdpa_masked_fill_zero", "sdpa_fill_minus_1e9", "sdpa_fully_masked_rows_nan",
-        "sdpa_masked_after_softmax", "sdpa_keys_transposed_with_T", "self_attention_scaled_by_d_in",
-        "self_attention_values_from_keys", "self_attention_bias_always_off", "self_attention_ignores_mask",
-        "causal_triu_blocks_diagonal", "causal_own_softmax_mask_inverted", "causal_mask_not_sliced",
-        "causal_dropout_active_in_eval", "causal_dropout_on_output", "causal_dropout_without_rescaling",
-        "causal_weights_before_dropout", "causal_mask_as_parameter", "causal_mask_plain_attribute",
-        "sdpa_zeroes_rows_by_multiplying",
+        "cross_padding_read_as_allowed", "cross_scaled_by_d_query", "cross_all_padding_nan", "cross_fill_minus_1e9",
+        "cross_padding_masks_queries", "torch_course_mask_convention", "torch_weights_not_transposed",
+        "torch_float_mask_before_scaling", "torch_empty_rows_zeroed", "torch_layout_not_changed",
     ],
     "ex04_multi_head": [
         "merge_inline_reshape_without_transpose", "merge_view_without_transpose", "merge_transpose_then_view",
