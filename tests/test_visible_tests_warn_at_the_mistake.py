@@ -56,11 +56,9 @@ MUST_BE_CAUGHT = {
         "torch_float_mask_before_scaling", "torch_empty_rows_zeroed", "torch_layout_not_changed",
     ],
     "ex04_multi_head": [
-        "merge_inline_reshape_without_transpose", "merge_view_without_transpose", "merge_transpose_then_view",
-        "split_view_without_transpose", "split_features_interleaved", "scale_by_embed_dim", "scale_precedence",
-        "softmax_over_queries", "mask_inverted", "mask_after_softmax", "mask_repeated_in_wrong_order",
-        "fully_masked_rows_nan", "key_value_swapped", "key_projected_with_W_q", "query_length_for_keys",
-        "no_output_projection", "weights_averaged_over_heads", "projections_shared", "bias_ignored", "mask_ignored",
+        "layout_always_separate", "layout_stacked_only_by_default", "layout_in_out_order", "no_divisibility_check",
+        "scale_by_embed_dim", "padding_mask_inverted", "heads_reshaped_without_permute", "weights_summed_over_heads",
+        "need_weights_ignored", "empty_sequence_nan", "empty_sequence_uniform",
     ],
     "ex05_positions": [
         "alibi_future_below_diagonal", "alibi_future_minus_1e9", "alibi_future_zero", "alibi_no_power_of_two_check",

@@ -199,7 +199,11 @@ def test_cross_attention(p):
         bad = [(f"x of shape (2, 3, {d_query + 1})", (2, 3, d_query + 1), d_query,
                 m.call(randn(2, 3, d_query + 1), randn(2, 4, d_context))),
                (f"a context of shape (2, 4, {d_context + 2})", (2, 4, d_context + 2), d_context,
-                m.call(randn(2, 3, d_query), randn(2, 4, d_context + 2)))]
+                m.call(randn(2, 3, d_query), randn(2, 4, d_context + 2))),
+               (f"a batched x (2, 3, {d_query}) and an unbatched context (4, {d_context})", (4, d_context), d_context,
+                m.call(randn(2, 3, d_query), randn(4, d_context))),
+               (f"x with 2 sequences and a context with 3, (3, 4, {d_context})", (3, 4, d_context), d_context,
+                m.call(randn(2, 3, d_query), randn(3, 4, d_context)))]
         expected = sorted(f"{n}.{w}" for n in ("W_q", "W_k", "W_v") for w in (["weight", "bias"] if bias else ["weight"]))
         configs.append((label, d_query, d_context, d_out, bias, facts, expected, params, cases, bad))
 
@@ -265,7 +269,7 @@ def test_cross_attention(p):
                                   "gives zeros, not the value bias (tolerance atol=rtol=1e-5).")
             for what, shape, width, h in bad:
                 expect_value_error(r, h, f"{label} given {what}", shapes=(shape,), alone=(width,),
-                                   hint="Check the width of x and of the context before you project them.")
+                                   hint="Check the widths of x and of the context, and that they are batched alike, before you project them.")
 
     return judge
 
@@ -398,7 +402,7 @@ def test_like_torch(p):
     def judge(r):
         for label, args, masks, (ref_out, ref_w), h in cases:
             out, w = pair(r, h, f"single_head_like_torch on {label}")
-            compare_nan(w, ref_w, "The weights", label, cause=lambda: torch_cause(w, *args, **masks))
+            compare_nan(w, ref_w, "The weight matrix", label, cause=lambda: torch_cause(w, *args, **masks))
             compare_nan(out, ref_out, "out", label,
                         cause=lambda: "out is the weighted values projected by out_proj, in the (Tq, B, E) layout.")
 
