@@ -41,8 +41,8 @@ def test_every_test_is_named_by_its_task_and_names_are_distinct(assignment):
 def test_a_task_with_several_tests_names_each_test():
     nb = nbformat.read(SOLUTIONS / "ex04_multi_head" / "ex04_multi_head.ipynb", as_version=4)
     names = feedback_page.test_names(nb.cells)
-    assert names["test_fully_masked"] == "3. The multi-head attention layer: fully masked"
-    assert names["test_split_heads"] == "1. Split the width into heads"
+    assert names["test_averaged"] == "2. What it computes: averaged"
+    assert names["test_parameters"] == "1. What it stores"
 
 
 def test_the_feedback_summary_names_tests_and_tells_lateness():

@@ -1,5 +1,6 @@
-# __init__ does not check that embed_dim divides into num_heads: MultiHeadAttention(10, 3) is created and only fails later, inside forward.
+# No check that embed_dim is divisible by num_heads: the layer is built, and fails only later, with a reshape error.
 # caught by a visible test
-# %% patch: multi_head_attention
+# %% patch: multihead_weights
 -        if embed_dim % num_heads != 0:
--            raise ValueError(f"embed_dim={embed_dim} is not divisible by num_heads={num_heads}")
+-            raise ValueError(f"embed_dim={embed_dim} must be divisible by num_heads={num_heads}")
++        pass

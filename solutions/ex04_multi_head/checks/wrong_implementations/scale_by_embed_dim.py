@@ -1,5 +1,5 @@
-# Scores divided by sqrt(embed_dim) instead of sqrt(head_dim): every head's softmax comes out too flat.
+# Scores divided by sqrt(embed_dim) instead of sqrt(d), the width of one head.
 # caught by a visible test
-# %% patch: multi_head_attention
--        scores = q @ k.transpose(-2, -1) / self.head_dim**0.5  # (B, H, Tq, Tk)
-+        scores = q @ k.transpose(-2, -1) / self.embed_dim**0.5  # (B, H, Tq, Tk)
+# %% patch: multihead_cross_attention
+-        scores = torch.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(head_width)   # (B, H, Tq, Tk)
++        scores = torch.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(self.embed_dim)

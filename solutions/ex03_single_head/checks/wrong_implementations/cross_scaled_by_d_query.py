@@ -1,0 +1,5 @@
+# Scores divided by sqrt(d_query), the width of x, instead of sqrt(d_k), the width of the queries and keys.
+# caught by a visible test
+# %% patch: cross_attention
+-        d_k = queries.shape[-1]
++        d_k = self.d_query
