@@ -148,8 +148,7 @@ RETIRED_NAMES = {
 # Names that the chapters must teach under the exercises' signature.
 TAUGHT_IN_CHAPTERS = {"scaled_dot_product_attention", "SelfAttention", "CausalSelfAttention",
                       "split_heads", "merge_heads", "MultiHeadAttention",
-                      "sinusoidal_encoding", "apply_rope", "alibi_bias",
-                      "AttentionOnlyModel", "loss_and_accuracy", "train"}
+                      "sinusoidal_encoding", "apply_rope", "alibi_bias"}
 
 
 def _signature(node):
