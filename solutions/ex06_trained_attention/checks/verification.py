@@ -231,8 +231,8 @@ def test_train_until(p):
             exact = False
         settings = dict(lr=lr, seed=seed, target=target, max_steps=max_steps, batch_size=batch_size,
                         eval_every=eval_every)
-        handle = p.call("train_until_and_look", Nested("LookBackModel", V, C), Nested("make_previous_token_task", V, C),
-                        probe, **settings)
+        model, task = Nested("LookBackModel", V, C), Nested("make_previous_token_task", V, C)
+        handle = p.call("train_until_and_look", model, task, probe, **settings)
         label = (f"train_until(LookBackModel({V}, {C}), make_previous_token_task({V}, {C}), lr={lr}, seed={seed}, "
                  f"target={'an accuracy the run reaches' if exact else target}, max_steps={max_steps}, "
                  f"batch_size={batch_size}, eval_every={eval_every})")
