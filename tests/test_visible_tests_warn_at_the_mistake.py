@@ -43,10 +43,10 @@ MUST_BE_CAUGHT = {
         "gaps_log10", "gaps_in_place",
     ],
     "ex02_softmax_masking": [
-        "softmax_global_max", "softmax_calls_torch_softmax", "softmax_modifies_input", "softmax_max_without_keepdim",
-        "softmax_overflows", "softmax_ignores_dim", "causal_transposed", "causal_inverted", "causal_float_mask",
-        "padding_off_by_one", "padding_inverted", "masked_fill_minus_1e9", "masked_nan_on_empty_rows",
-        "masked_after_softmax", "masked_wrong_convention", "masked_multiplies_scores",
+        "log_of_softmax", "log_softmax_overflows", "log_softmax_global_max", "log_softmax_drops_max",
+        "log_softmax_ignores_dim", "log_softmax_calls_torch", "packed_not_causal", "packed_ignores_boundaries",
+        "packed_boundary_off_by_one", "packed_inverted", "prefix_queries_see_everything", "prefix_off_by_one",
+        "sinks_from_the_future", "window_off_by_one", "window_without_self",
     ],
     "ex03_single_head": [
         "self_attention_queries_keys_swapped", "causal_split_order_kqv", "causal_scaled_by_fused_width",
