@@ -3,7 +3,7 @@ private Python, whatever the submission before it did.
 
 `make grade` forks every kernel and every verification from one warm
 template per worker, instead of starting Python and importing PyTorch each
-time. These attacks are aimed at that design. Each sits in the ``softmax``
+time. These attacks are aimed at that design. Each sits in the ``score_gaps``
 solution cell of ex01_by_hand (as in tests/test_submissions_cannot_harm_grading.py) and is graded by
 the same worker as the submissions after it (one worker, in the order of the
 student names), so that what one leaves behind, the next would find:
@@ -184,7 +184,7 @@ def grade(root, cells, jobs):
     release = EXERCISES / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     answers = solution_code(SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
     for student, code in cells.items():
-        course.submit(student, ASSIGNMENT, fill_release(release, {**answers, "softmax": code}))
+        course.submit(student, ASSIGNMENT, fill_release(release, {**answers, "score_gaps": code}))
     proc = subprocess.run(
         [str(BIN / "python"), "-m", "tools.grade", "--course", str(root), "--jobs", str(jobs)],
         cwd=ROOT, text=True, capture_output=True, timeout=900,
@@ -254,8 +254,8 @@ def test_two_submissions_graded_at_once_cannot_reach_each_other(parallel):
 
 def test_a_crashing_hog_costs_only_its_own_points(sequential):
     cells = sequential["scores"]["w4-crash"]["cells"]
-    assert cells["test_softmax"] == 0 and cells["test_self_attention"] == 0, cells
-    assert sequential["scores"]["w4-crash"]["score"] == 8, cells
+    assert cells["test_score_gaps"] == 0, cells
+    assert sequential["scores"]["w4-crash"]["score"] == 6, cells
     assert_full_marks_verified(sequential, "w5-after")
     assert_full_marks_verified(sequential, "w2-find")
 
@@ -273,6 +273,6 @@ def test_a_crash_beside_a_submission_graded_from_the_same_template_costs_it_noth
     worker grades an honest submission takes neither that submission nor the
     template down."""
     cells = parallel["scores"]["p3-crash"]["cells"]
-    assert cells["test_softmax"] == 0 and cells["test_self_attention"] == 0, cells
+    assert cells["test_score_gaps"] == 0, cells
     assert_full_marks_verified(parallel, "p4-beside")
     assert parallel["survivors"] == []

@@ -47,11 +47,11 @@ def test_a_task_with_several_tests_names_each_test():
 
 def test_the_feedback_summary_names_tests_and_tells_lateness():
     nb = nbformat.read(SOLUTIONS / "ex01_by_hand" / "ex01_by_hand.ipynb", as_version=4)
-    body = ('<div id="toc"><ol><li><a href="#test_project">Test cell</a> (Score: 2.0 / 2.0)</li>'
+    body = ('<div id="toc"><ol><li><a href="#test_weights_by_hand">Test cell</a> (Score: 3.0 / 3.0)</li>'
             '<li class="late-penalty">Late submission penalty (Score: -2.0)</li></ol></div>')
-    resources = {"nbgrader": {"max_score": 16, "late_by": "8 min 52 s"}}
+    resources = {"nbgrader": {"max_score": 10, "late_by": "8 min 52 s"}}
     out = feedback_summary(body, nb, resources)
-    assert '<a href="#test_project">2. Projections</a>' in out
+    assert '<a href="#test_weights_by_hand">2. One row, with and without scaling, by hand</a>' in out
     assert out.index("Submitted 8 min 52 s after the due date") < out.index("late-penalty")
     assert feedback_summary(body, nb, {}) == body  # a formgrader page: unchanged
 

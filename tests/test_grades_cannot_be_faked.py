@@ -71,15 +71,13 @@ def test_a_check_judges_in_the_kernel_as_outside_it():
     spec = load_spec("ex01_by_hand")
     ns = {}
     exec("import numpy as np\n"
-         "def softmax(S):\n"
-         "    e = np.exp(S - S.max(axis=1, keepdims=True))\n"
-         "    return e / e.sum(axis=1, keepdims=True)\n", ns)
-    run_check("ex01_by_hand", "test_softmax", spec.CHECKS["test_softmax"], ns)
-    exec("def softmax(S):\n"
-         "    e = np.exp(S - S.max())\n"
-         "    return e / e.sum(axis=1, keepdims=True)\n", ns)
-    with pytest.raises(AssertionError, match="softmax of two rows far apart"):
-        run_check("ex01_by_hand", "test_softmax", spec.CHECKS["test_softmax"], ns)
+         "def score_gaps(A, d_k):\n"
+         "    return np.sqrt(d_k) * (np.log(A) - np.log(A[:, :1]))\n", ns)
+    run_check("ex01_by_hand", "test_score_gaps", spec.CHECKS["test_score_gaps"], ns)
+    exec("def score_gaps(A, d_k):\n"
+         "    return np.sqrt(d_k) * (np.log(A) - np.log(A.max(axis=1, keepdims=True)))\n", ns)
+    with pytest.raises(AssertionError, match="measure them from the row's first key"):
+        run_check("ex01_by_hand", "test_score_gaps", spec.CHECKS["test_score_gaps"], ns)
 
 
 @pytest.mark.parametrize("assignment", graded_assignments())

@@ -80,7 +80,7 @@ pytestmark = pytest.mark.hub
 ASSIGNMENT = "ex01_by_hand"
 STUDENT = "ada"
 #: Her one mistake, in the last task: a visible test fails with a message, the others pass.
-MISTAKE = checks_folder(ASSIGNMENT) / "wrong_implementations" / "attention_unscaled.py"
+MISTAKE = checks_folder(ASSIGNMENT) / "wrong_implementations" / "gaps_of_scaled_scores.py"
 COMMENT = "Clear and correct: well done. (Comment typed in the formgrader.)"
 REPORT = ROOT / "_build" / "hub-report.md"
 STEPS = {}

@@ -150,9 +150,9 @@ def test_a_generated_check_keeps_out_of_the_notebooks_names():
     """The generated hidden tests define their helpers inside a function: a
     check's own `expect_shape` never replaces the notebook's."""
     spec = hidden_tests.Spec(verification_spec("ex01_by_hand"))
-    section = spec.hidden_section("ex01_by_hand", "test_project")
+    section = spec.hidden_section("ex01_by_hand", "test_scores_by_hand")
     top = [line for line in section.splitlines() if line and not line.startswith((" ", "#"))]
     assert top == ["def _hidden_test():", "from tools.verification.in_kernel import run_check as _run_check",
-                   "_run_check('ex01_by_hand', 'test_project', _hidden_test(), globals())"]
-    assert "    def expect_shape_error(" in section and "    def test_project(p):" in section
-    assert "def test_softmax" not in section  # only what the check uses
+                   "_run_check('ex01_by_hand', 'test_scores_by_hand', _hidden_test(), globals())"]
+    assert "    def expect_shape(" in section and "    def test_scores_by_hand(p):" in section
+    assert "def test_score_gaps" not in section and "def reference_softmax" not in section  # only what it uses

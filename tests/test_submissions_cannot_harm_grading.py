@@ -9,10 +9,10 @@ bubblewrap sandbox (tools/sandbox.py, tools/sandboxed_kernel.py).
 One `make grade` run over a small temporary course grades one submission per
 attack next to two honest ones, and each test checks one attack (without the
 sandbox, the attacks on the gradebook make every test fail at once). Every
-attack sits in the `softmax` solution cell of ex01_by_hand. Those that aim at
-a grade would earn the points of the two tests that need `softmax`
-(test_softmax, test_self_attention) if they worked: with the sandbox they must
-cost exactly those points and leave the four earlier tests' 8 points alone.
+attack sits in the `score_gaps` solution cell of ex01_by_hand. Those that aim at
+a grade would earn the points of the test that needs `score_gaps`
+(test_score_gaps) if they worked: with the sandbox they must
+cost exactly those points and leave the two earlier tests' 6 points alone.
 Those that aim at the grader itself (``leftovers``: what a kernel leaves in
 its folder, floods, forks, secrets, hidden tests smuggled into outputs) may
 cost at most their own points, most of them none. None may change anything
@@ -45,8 +45,9 @@ from tools import sandbox
 from tools.sandbox import PROCESS_LIMIT, let_sandbox_write, sandboxed_command
 
 ASSIGNMENT = "ex01_by_hand"
-EARLIER_POINTS = 8  # the four tests before test_softmax
-ATTACKED = ("test_softmax", "test_self_attention")
+EARLIER_POINTS = 6  # the two tests before test_score_gaps
+FULL_POINTS = 10
+ATTACKED = ("test_score_gaps",)
 CELL_TIMEOUT = 5  # seconds, for this course only: keeps the endless loops short
 
 
@@ -67,7 +68,7 @@ class AnswerServer(socketserver.ThreadingTCPServer):
 
 
 def attacks(course_root: Path, port: int, token: str, host: Path):
-    """{student: code for the softmax cell}. Each would score full marks if
+    """{student: code for the score_gaps cell}. Each would score full marks if
     the attack worked; ``leftovers`` below adds those that leave something in
     the kernel's folder for the grader to trip over."""
     solution = f"solutions/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
@@ -114,13 +115,13 @@ FLOOD_MIB = 200  # what a flooding cell prints, 1 MiB at a time
 
 
 def leftovers(course_root: Path, host: Path):
-    """{student: softmax cell} for submissions that leave links, devices,
+    """{student: score_gaps cell} for submissions that leave links, devices,
     pipes, hard links, sparse files or floods in the kernel's working folder,
     or look for secrets and fork without end. The kernel's folder is
     ``<private course>/autograded/<student>/<assignment>`` (``../../..`` is
     the private course, one more ``..`` the run's staging folder). ``host``
     holds a file and, for root, a character device that no submission may
-    reach. Each cell defines softmax only where its attack needs no success
+    reach. Each cell defines score_gaps only where its attack needs no success
     of its own, so grades stay comparable."""
     notebook = f"{ASSIGNMENT}.ipynb"
     other = f"{course_root}/submitted/solution/{ASSIGNMENT}/{notebook}"
@@ -262,7 +263,7 @@ _shell.events.register("post_run_cell", _leak)
         "escapes-the-terminal": """
 import os as _os
 if _os.path.basename(_os.getcwd()) == "results":  # in verification, whose reasons reach the terminal
-    def softmax(S):
+    def score_gaps(A, d_k):
         raise type("\\x1b[5A\\r\\x1b[J", (Exception,), {})()
 else:
 """ + "\n".join("    " + line for line in ANSWER.splitlines()) + "\n",
@@ -276,7 +277,7 @@ if _found:
 
 
 def overwrite_gradebook(course_root: Path):
-    """The softmax cell of a student who writes over the course's gradebook.
+    """The score_gaps cell of a student who writes over the course's gradebook.
     (Only the temporary course's: without the sandbox, this attack works.)"""
     return f"""
 for _path in ["../../../gradebook.db", "{course_root}/gradebook.db"]:
@@ -288,14 +289,14 @@ for _path in ["../../../gradebook.db", "{course_root}/gradebook.db"]:
 """ + ANSWER
 
 
-ANSWER = solution_code(SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")["softmax"]
+ANSWER = solution_code(SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")["score_gaps"]
 HONEST = ("solution", "blank")
 HOST_SECRET = "a file of the grader's machine: 5be1"
 
 
-def grade_course(root: Path, softmax_cells: dict, honest=HONEST, env=None, planted=None):
+def grade_course(root: Path, attacked_cells: dict, honest=HONEST, env=None, planted=None):
     """A course with the ``honest`` submissions and one per entry of
-    ``softmax_cells`` ({student: code}), graded by `make grade`'s command.
+    ``attacked_cells`` ({student: code}), graded by `make grade`'s command.
     Returns the course, the finished process and the scores in the gradebook."""
     course = Course(root, [ASSIGNMENT])
     with open(root / "nbgrader_config.py", "a") as config:
@@ -306,8 +307,8 @@ def grade_course(root: Path, softmax_cells: dict, honest=HONEST, env=None, plant
         course.submit("solution", ASSIGNMENT, fill_release(release, answers))
     if "blank" in honest:
         course.submit("blank", ASSIGNMENT, nbformat.read(release, as_version=4))
-    for student, code in softmax_cells.items():
-        course.submit(student, ASSIGNMENT, fill_release(release, {**answers, "softmax": code}))
+    for student, code in attacked_cells.items():
+        course.submit(student, ASSIGNMENT, fill_release(release, {**answers, "score_gaps": code}))
     if planted is not None:
         planted(course)
     course.submitted_before = {path: path.read_bytes() for path in (root / "submitted").rglob("*") if path.is_file()}
@@ -389,7 +390,7 @@ def scores_of(graded, student):
 def assert_attack_failed(graded, student):
     result = scores_of(graded, student)
     cells = result["cells"]
-    assert [cells[c] for c in ATTACKED] == [0, 0], f"{student}: the attack earned points: {cells}"
+    assert [cells[c] for c in ATTACKED] == [0] * len(ATTACKED), f"{student}: the attack earned points: {cells}"
     assert result["score"] == EARLIER_POINTS, f"{student}: the cells before the attack lost points: {cells}"
 
 
@@ -409,7 +410,7 @@ def test_a_submission_that_fails_to_grade_is_flagged_with_its_reason(graded):
 
 
 def test_honest_submissions_are_graded_as_without_attackers(graded):
-    assert scores_of(graded, "solution")["score"] == 16
+    assert scores_of(graded, "solution")["score"] == FULL_POINTS
     assert scores_of(graded, "blank")["score"] == 0
 
 
@@ -439,7 +440,7 @@ def test_submission_that_exits_the_kernel_scores_zero_for_the_rest(graded):
 
 
 def test_no_process_of_a_submission_outlives_grading(graded):
-    assert scores_of(graded, "outlives-grading")["score"] == 16  # starting a process is allowed
+    assert scores_of(graded, "outlives-grading")["score"] == FULL_POINTS  # starting a process is allowed
     assert not graded["survivors"], f"processes left running after grading: {graded['survivors']}"
 
 
@@ -475,7 +476,7 @@ def test_honest_submissions_keep_their_feedback_and_verification(graded):
     for student in HONEST:
         assert rows[student]["flagged"] == "no", f"{student}: {rows[student]}"
         assert set(files_of(graded["course"], "feedback", student)) == FEEDBACK_FILES
-    assert rows["solution"]["verified_score"] == "16"
+    assert rows["solution"]["verified_score"] == str(FULL_POINTS)
     course = graded["course"]
     for path, data in course.submitted_before.items():
         assert path.read_bytes() == data, f"{path} changed during grading"
@@ -496,7 +497,7 @@ def test_grader_copies_nothing_that_a_kernel_left(graded):
     assert HOST_SECRET.encode() not in feedback + text_of_everything(course, "autograded")
     assert b"BEGIN HIDDEN TESTS" not in feedback
     assert b"SQLite format 3" not in feedback
-    assert scores_of(graded, "links-to-secrets")["score"] == 16
+    assert scores_of(graded, "links-to-secrets")["score"] == FULL_POINTS
 
 
 @pytest.mark.parametrize("student", ["writes-over-other-student", "writes-over-gradebook",
@@ -504,8 +505,8 @@ def test_grader_copies_nothing_that_a_kernel_left(graded):
 def test_link_in_place_of_the_notebook_writes_over_nothing(graded, student):
     """The graded notebook is written to the grader's own folder, never through
     what the kernel left where its notebook was."""
-    assert scores_of(graded, student)["score"] == 16
-    assert scores_of(graded, "solution")["score"] == 16
+    assert scores_of(graded, student)["score"] == FULL_POINTS
+    assert scores_of(graded, "solution")["score"] == FULL_POINTS
     assert integrity_rows(graded)["solution"]["flagged"] == "no"
     graded_notebook = graded["course"].root / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     assert stat.S_ISREG(graded_notebook.lstat().st_mode)
@@ -516,12 +517,12 @@ def test_grader_changes_no_file_mode_through_links(graded):
     assert stat.S_IMODE((host / "secret.txt").stat().st_mode) == 0o600
     if (host / "device").exists():
         assert stat.S_IMODE((host / "device").stat().st_mode) == 0o666
-    assert scores_of(graded, "chmods-through-links")["score"] == 16
+    assert scores_of(graded, "chmods-through-links")["score"] == FULL_POINTS
 
 
 @pytest.mark.parametrize("student", ["link-loop", "leaves-a-fifo", "hard-links-its-notebook"])
 def test_loops_pipes_and_hard_links_cost_nothing(graded, student):
-    assert scores_of(graded, student)["score"] == 16
+    assert scores_of(graded, student)["score"] == FULL_POINTS
     assert set(files_of(graded["course"], "feedback", student)) == FEEDBACK_FILES
     assert integrity_rows(graded)[student]["flagged"] == "no"
 
@@ -542,8 +543,8 @@ def test_output_flood_is_bounded(graded):
         for kind, name in (("autograded", f"{ASSIGNMENT}.ipynb"), ("feedback", f"{ASSIGNMENT}.html")):
             size = (course.root / kind / student / ASSIGNMENT / name).stat().st_size
             assert size < 16 * 1024**2, f"{student}: {kind}/{name}: {size / 1024**2:.0f} MiB"
-    assert scores_of(graded, "floods-output")["score"] == 16
-    assert scores_of(graded, "floods-one-message")["score"] == 16
+    assert scores_of(graded, "floods-output")["score"] == FULL_POINTS
+    assert scores_of(graded, "floods-one-message")["score"] == FULL_POINTS
     assert_attack_failed(graded, "floods-one-huge-message")
     notebook = (course.root / "autograded" / "floods-output" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
     assert "output truncated" in notebook
@@ -565,9 +566,9 @@ def test_output_that_cannot_be_read_in_one_piece_stays_bounded(graded):
     for student in ("floods-stdin", "updates-a-display-many-times-shown", "floods-grade-deciding-outputs"):
         size = (course.root / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").stat().st_size
         assert size < 4 * 1024**2, f"{student}: a graded notebook of {size / 1024**2:.0f} MiB"
-    assert scores_of(graded, "floods-stdin")["score"] == 16
-    assert scores_of(graded, "updates-a-display-many-times-shown")["score"] == 16
-    assert scores_of(graded, "floods-grade-deciding-outputs")["score"] == EARLIER_POINTS  # it defines no softmax
+    assert scores_of(graded, "floods-stdin")["score"] == FULL_POINTS
+    assert scores_of(graded, "updates-a-display-many-times-shown")["score"] == FULL_POINTS
+    assert scores_of(graded, "floods-grade-deciding-outputs")["score"] == EARLIER_POINTS  # it defines no score_gaps
 
 
 def test_folders_nested_thousands_deep_cost_only_their_own_submission(graded):
@@ -575,7 +576,7 @@ def test_folders_nested_thousands_deep_cost_only_their_own_submission(graded):
     kernel's socket folder (which grading removes): graded, verified, removed."""
     rows = integrity_rows(graded)
     for student in ("nests-in-verification", "fills-its-socket-folder"):
-        assert scores_of(graded, student)["score"] == 16
+        assert scores_of(graded, student)["score"] == FULL_POINTS
         assert rows[student]["flagged"] == "no", rows[student]
     assert "Traceback" not in graded["proc"].stderr, report(graded["proc"])
 
@@ -631,9 +632,9 @@ def test_no_secret_of_the_grader_reaches_a_notebook(graded):
 def test_submission_cannot_overwrite_the_gradebook(graded):
     assert not isinstance(graded["scores"], Exception), (
         f"one student wiped the class's grades: {graded['scores']}\n{report(graded['proc'])}")
-    assert scores_of(graded, "solution")["score"] == 16
+    assert scores_of(graded, "solution")["score"] == FULL_POINTS
     # Its writes failed quietly, so the rest of its cell ran: full marks.
-    assert scores_of(graded, "overwrites-gradebook")["score"] == 16
+    assert scores_of(graded, "overwrites-gradebook")["score"] == FULL_POINTS
     assert "overwrites-gradebook" in (graded["course"].root / "grades.csv").read_text()
 
 

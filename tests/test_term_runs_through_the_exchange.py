@@ -78,7 +78,7 @@ GUIDE = ROOT / "instructor"
 MARK = "self-attention term test"
 INSTRUCTOR, ADA, ALAN = "nbterm-instructor", "nbterm-ada", "nbterm-alan"
 # ada's last submission is the solution; alan's leaves task 1 (2 points) unanswered.
-EXPECTED_RAW = {ADA: 16.0, ALAN: 14.0}
+EXPECTED_RAW = {ADA: 10.0, ALAN: 7.0}
 
 # The guide's commands, as the guide prints them. Each is checked to be in the guide,
 # then run with the guide's example paths and names replaced by the test's.
@@ -498,8 +498,8 @@ def test_grades_csv_holds_the_expected_grades(term):
     assert set(rows) == {ADA, ALAN}
     for student, raw in EXPECTED_RAW.items():
         assert float(rows[student]["raw_score"]) == raw, (student, rows[student])
-        assert float(rows[student]["max_score"]) == 16.0
-    assert float(rows[ADA]["score"]) == 16.0
+        assert float(rows[student]["max_score"]) == 10.0
+    assert float(rows[ADA]["score"]) == 10.0
 
 
 def test_each_student_fetches_their_own_feedback(term):

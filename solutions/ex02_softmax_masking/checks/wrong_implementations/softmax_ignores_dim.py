@@ -1,6 +1,0 @@
-# Accepts dim but always normalises over the last dimension.
-# caught by a visible test
-# %% cell: stable_softmax
-def stable_softmax(x, dim=-1):
-    exps = torch.exp(x - x.amax(dim=-1, keepdim=True))
-    return exps / exps.sum(dim=-1, keepdim=True)

@@ -1,0 +1,5 @@
+# Lets the window reach window positions back from the query, one more than the window holds (it counts the query itself).
+# caught by a visible test
+# %% patch: sink_window_mask
+-    recent = distance < window
++    recent = distance <= window
