@@ -7,20 +7,23 @@ afresh for every grading run. A failed check's message is what the student
 reads in the feedback: which function, on what input, how far off and the
 likely cause, never the expected numbers.
 
-``sinusoidal_encoding``, ``apply_rope`` and ``alibi_bias`` are called on the
-visible examples and on inputs of the hidden tests' shapes, and compared with
-references computed here in float64, with the hidden tests' tolerances; a few
-sizes are drawn afresh for each run (a table of answers for the tests' own
-sizes does not pass). ``is_permutation_equivariant`` is given layers built
-from the classes of the notebook's locked ``layers`` cell (``Tokenwise``,
-``AddPositions``, ...), with weights and position tables drawn here; whether
-each layer is equivariant is known here from how it was built, and the
-student's answer must agree; a recorded layer counts the reordered inputs it
-was called on (``num_trials``). ``rope_attention`` is judged by the properties
-its hidden tests check, computed here from the returned tensors: rows that
-sum to 1, an output that is the weights times the untouched values, weights
-unchanged when every position moves by the same amount, and plain attention
-when every token is at one position.
+``rope_decode_step`` is judged twice. Its caches (``test_rope_decode_cache``)
+are compared with RoPE computed here in float64 at the positions that follow
+the cache, the cached rows exactly, on empty, short and long caches (tens of
+thousands of tokens, where angles computed in float32 are off). Its output
+(``test_rope_decode_attention``) is compared with causal attention computed
+here in float64 over the student's own rotated keys and queries (the queries'
+rotation is read from a second call whose keys are the queries), so that a
+mistake in the rotation costs the first cell only. ``t5_relative_bucket`` is
+compared exactly with T5's bucketing (Mesh TensorFlow's
+``_relative_position_bucket``, float32 logarithm, truncation), for both
+directions and numbers of buckets and maximum distances drawn afresh for each
+run. ``is_permutation_equivariant`` is given layers built from the classes of
+the notebook's locked ``layers`` cell (``Tokenwise``, ``AddPositions``, ...),
+with weights and position tables drawn here; whether each layer is equivariant
+is known here from how it was built, and the student's answer must agree; a
+recorded layer shows the reordered inputs it was called on (``num_trials``,
+and the orders of a generator seeded with 0).
 """
 
 import math
@@ -33,151 +36,111 @@ from tools.verification.probes import Fail, Nested, Recorded, as_tensor, close_t
 # --- references, and the usual mistakes as variants of them -------------------------------------------------------
 
 
-def reference_encoding(T, D, start=0, exponent=-2.0, layout="pairs"):
-    """The sinusoidal encoding in float64. ``exponent`` is the power of 10000 that pair i turns at, times D / (2i)
-    (the task's -2i/D is -2.0); ``layout`` "pairs" (sin, cos interleaved), "swapped", "blocks" or "columns"
-    (every column its own frequency 10000**(-j/D))."""
-    t = torch.arange(start, start + T, dtype=torch.float64)[:, None]
-    if layout == "columns":
-        j = torch.arange(D, dtype=torch.float64)
-        angles = t / 10000.0 ** (j / D)
-        return torch.where(j % 2 == 0, angles.sin(), angles.cos())
-    i = torch.arange(D // 2, dtype=torch.float64)
-    angles = t * 10000.0 ** (exponent * i / D)  # (T, D/2)
-    if layout == "blocks":
-        return torch.cat([angles.sin(), angles.cos()], dim=1)
-    first, second = (angles.cos(), angles.sin()) if layout == "swapped" else (angles.sin(), angles.cos())
-    return torch.stack([first, second], dim=-1).reshape(T, D)
+def reference_turn(x, start, base=10000.0, angles_in=torch.float64, sign=1.0):
+    """x, (..., T, d), rotated by RoPE (interleaved pairs) at positions start, ..., start + T - 1, in float64.
+    The variants: angles computed in float32 (``angles_in``) or clockwise (``sign`` -1)."""
+    T, d = x.shape[-2], x.shape[-1]
+    positions = torch.arange(start, start + T).to(angles_in)
+    freqs = base ** (-torch.arange(0, d, 2).to(angles_in) / d)
+    angles = sign * (positions[:, None] * freqs).double()  # (T, d/2)
+    c, s = angles.cos(), angles.sin()
+    a, b = x.double()[..., 0::2], x.double()[..., 1::2]
+    return torch.stack([a * c - b * s, a * s + b * c], dim=-1).flatten(-2)
 
 
-ENCODING_MISTAKES = [
-    (dict(layout="swapped"), "Sine and cosine look swapped: column 2i holds the sine, column 2i+1 the cosine."),
-    (dict(layout="blocks"), "The sines fill the first half of each row and the cosines the second: they should "
-                            "alternate, the sine of pair i in column 2i and its cosine in column 2i+1."),
-    (dict(layout="columns"), "Every column turns at its own frequency: columns 2i and 2i+1 share one angle, "
-                             "t / 10000**(2i/D)."),
-    (dict(start=1), "The rows look like positions 1 to T: positions start at 0, torch.arange(T)."),
-    (dict(exponent=-1.0), "The frequencies look like 10000**(-i/D): the exponent is 2i/D, and torch.arange(0, D, 2) "
-                          "counts 2i."),
-    (dict(exponent=-4.0), "The frequencies look like 10000**(-4i/D): torch.arange(0, D, 2) already counts 2i, so it "
-                          "is not doubled again."),
-    (dict(exponent=2.0), "The angle looks like t multiplied by 10000**(2i/D): it is t divided by it."),
-]
-
-
-def encoding_cause(got, T, D):
-    return next((cause for variant, cause in ENCODING_MISTAKES
-                 if torch.allclose(got, reference_encoding(T, D, **variant), atol=1e-4, rtol=0)), "")
-
-
-def reference_rope(x, positions, base=10000.0, exponent=-2.0, sign=1.0, halves=False):
-    """RoPE from its definition, in float64, pair by pair. The variants: pair i turns at base**(exponent * i / d)
-    (the task's -2i/d is -2.0), clockwise (``sign`` -1), or the pairs are (i, i + d/2) (``halves``)."""
-    x = x.double()
-    out = torch.empty_like(x)
-    d = x.shape[-1]
-    for i in range(d // 2):
-        theta = sign * torch.as_tensor(positions).double() * base ** (exponent * i / d)
-        c, s = theta.cos()[:, None], theta.sin()[:, None]
-        first, second = (i, i + d // 2) if halves else (2 * i, 2 * i + 1)
-        a, b = x[..., first:first + 1], x[..., second:second + 1]
-        out[..., first:first + 1] = a * c - b * s
-        out[..., second:second + 1] = a * s + b * c
-    return out
-
-
-def rope_cause(got, x, positions, base, default_positions):
-    """The usual mistake that ``got`` (float64) matches, in words, or ""."""
-    T = x.shape[-2]
-    mistakes = [
-        (dict(sign=-1.0), "The pairs turn clockwise: out[2i] = x[2i] cos - x[2i+1] sin, out[2i+1] = x[2i] sin + "
-                          "x[2i+1] cos."),
-        (dict(halves=True), "It rotates the pairs (i, i + d/2), the \"rotate half\" convention: here the pairs are "
-                            "neighbours, x[..., 0::2] with x[..., 1::2]."),
-        (dict(exponent=-1.0), "The frequencies look like base**(-i/d): the exponent is 2i/d, and torch.arange(0, d, "
-                              "2) counts 2i."),
-        (dict(exponent=-4.0), "The frequencies look like base**(-4i/d): torch.arange(0, d, 2) already counts 2i, so "
-                              "it is not doubled again."),
-        (dict(exponent=2.0), "The frequencies look like base**(+2i/d): they are base**(-2i/d), which turn more slowly "
-                             "for later pairs."),
-    ]
+def turn_cause(got, k, L, base):
+    """The usual mistake behind wrong new rows of the key cache (float64), in words, or ""."""
+    mistakes = [(dict(start=0), f"They are rotated at positions 0, 1, ...: the new tokens stand after the {L} cached "
+                                f"ones, at positions {L}, {L + 1}, ..."),
+                (dict(angles_in=torch.float32), "They match RoPE with its angles computed in float32, which loses "
+                                                "their last digits at large positions: compute positions, frequencies "
+                                                "and angles in float64."),
+                (dict(sign=-1.0), "They turn clockwise: out[2i] = x[2i] cos - x[2i+1] sin, out[2i+1] = x[2i] sin + "
+                                  "x[2i+1] cos.")]
     if base != 10000.0:
-        mistakes.append((dict(base=10000.0), "It is the rotation for base 10000: use the base argument."))
+        mistakes.append((dict(base=10000.0), "They are rotated with base 10000: use the base argument."))
     for variant, cause in mistakes:
-        if torch.allclose(got, reference_rope(x, positions, **{"base": base, **variant}), atol=1e-4, rtol=1e-4):
-            return cause
-    if default_positions and torch.allclose(got, reference_rope(x, torch.arange(1, T + 1), base), atol=1e-4):
-        return "It is rotated by the angles of positions 1 to T: positions start at 0, torch.arange(T)."
-    if not default_positions and torch.allclose(got, reference_rope(x, torch.arange(T), base), atol=1e-4):
-        return "It is rotated by positions 0, 1, ..., T-1: each row must be rotated by its own entry of positions."
-    if x.dtype == torch.float64 and torch.allclose(got, reference_rope(x, positions, base), atol=1e-4, rtol=1e-4):
-        return ("It is right to float32's precision only: for float64 input, compute the angles, their cosines and "
-                "sines in float64.")
+        args = {"start": L, "base": base, **variant}
+        if L > 0 or "start" not in variant:
+            if torch.allclose(got, reference_turn(k, **args), atol=1e-5, rtol=1e-5):
+                return cause
+    if torch.allclose(got, k.double(), atol=1e-6):
+        return "They are not rotated at all."
     return ""
 
 
-def reference_alibi(T, H):
-    slopes = 2.0 ** (-8.0 * torch.arange(1, H + 1, dtype=torch.float64) / H)
-    offset = (torch.arange(T)[None, :] - torch.arange(T)[:, None]).double()
-    return (slopes[:, None, None] * offset).masked_fill(offset > 0, float("-inf"))
+def causal_attention(q, keys, values, L, scale, mask="positions"):
+    """softmax(q keys^T / scale) values in float64, the new query t (at position L + t) seeing keys at positions
+    <= L + t; the variants: ``mask`` "none", or "top-left" (a tril of T_new rows and L + T_new columns)."""
+    T_new, n = q.shape[-2], keys.shape[-2]
+    scores = q.double() @ keys.double().transpose(-2, -1) / scale
+    if mask == "positions":
+        scores = scores.masked_fill(torch.arange(n)[None, :] > torch.arange(L, L + T_new)[:, None], float("-inf"))
+    elif mask == "top-left":
+        scores = scores.masked_fill(~torch.ones(T_new, n, dtype=torch.bool).tril(), float("-inf"))
+    return torch.softmax(scores, dim=-1) @ values.double()
 
 
-def alibi_cause(bias, T, H):
-    """The likely mistake behind a wrong (H, T, T) bias, in words (the visible test's diagnoses), or ""."""
-    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
-    ahead = bias[:, future]
-    if ahead.numel() and not torch.isneginf(ahead).all():
-        if torch.isneginf(bias[:, future.T]).all():
-            return ("The -inf are below the diagonal: rows are queries i, columns keys j, and the future is j > i, "
-                    "above the diagonal.")
-        if (ahead == 0).all():
-            return "The future keys (j > i) get 0, so a query could attend to later tokens: they should get -inf."
-        if (ahead < -1e8).all():
-            return ("The future keys get large negative numbers: use float('-inf'), which the softmax turns into a "
-                    "weight of exactly 0.")
-        if (ahead < 0).all():
-            return ("The future keys get finite penalties, as if the distance counted on both sides: every future "
-                    "key gets -inf, however near.")
-        return "Every entry of a future key (j > i, above the diagonal) should be -inf."
-    diagonal = bias[:, torch.arange(T), torch.arange(T)]
-    if torch.isneginf(diagonal).all():
-        return "The -inf cover the diagonal too: a query may attend to its own position (j = i), where the bias is 0."
-    if not (diagonal == 0).all():
-        return "The diagonal should be 0: a query and the key at its own position are at distance 0."
-    if T > 1:
-        slopes = -bias[:, 1, 0]
-        h = torch.arange(H, dtype=torch.float64)
-        if (slopes <= 0).any():
-            return ("The entries of past keys should be negative, -m_h (i - j), a penalty that grows with the "
-                    "distance: did you add the distance instead of subtracting it?")
-        if H > 1 and torch.allclose(slopes, 2.0 ** (-8 * (H - h) / H), rtol=1e-5, atol=0):
-            return "The slopes are in reverse order: head 0 is the steepest, m_0 = 2**(-8/H)."
-        if torch.allclose(slopes, 2.0 ** (-8 * h / H), rtol=1e-5, atol=0):
-            return "The slopes start at 2**0 = 1: h counts from 0, so head h has the exponent -8 (h+1) / H."
+def attention_cause(out, q_turned, keys, values, L):
+    d, d_v = q_turned.shape[-1], values.shape[-1]
+    for kwargs, cause in [(dict(mask="none"), "It matches attention without the causal mask: a new token would see "
+                                              "the new tokens after it."),
+                          (dict(mask="top-left"), "It matches a causal mask whose diagonal starts in the top-left "
+                                                  "corner, as if the new tokens stood at positions 0, 1, ...: compare "
+                                                  "positions, key position <= query position."),
+                          (dict(scale=1.0), "It matches scores without the 1/sqrt(d) scale."),
+                          (dict(scale=math.sqrt(d_v)), "It matches scores scaled by sqrt(d_v): scale by sqrt(d), d "
+                                                       "the width of q and k.")]:
+        if kwargs.get("scale") == math.sqrt(d_v) and d_v == d:
+            continue
+        args = {"scale": math.sqrt(d), "mask": "positions", **kwargs}
+        if torch.allclose(out, causal_attention(q_turned, keys, values, L, **args), atol=1e-5, rtol=1e-5):
+            return cause
+    return ""
+
+
+def reference_bucket(rel, bidirectional, num_buckets, max_distance, sign=1, cap=True, halve=True, rounded=False,
+                     causal_abs=False):
+    """T5's bucket of every relative position (Mesh TensorFlow's _relative_position_bucket: float32 logarithm,
+    truncation). The variants: relative positions read the other way (``sign`` -1), no cap at the last bucket,
+    bidirectional buckets not halved, the fraction rounded, and the causal distance taken as an absolute value."""
+    rel = sign * torch.as_tensor(rel).long()
+    offset = torch.zeros_like(rel)
+    n = num_buckets
+    if bidirectional:
+        if halve:
+            n = num_buckets // 2
+        offset = (rel > 0).long() * n
+        a = rel.abs()
+    else:
+        a = rel.abs() if causal_abs else (-rel).clamp(min=0)
+    e = n // 2
+    fraction = torch.log(a.float() / e) / math.log(max_distance / e) * (n - e)
+    wide = e + (fraction.round() if rounded else fraction).long()
+    if cap:
+        wide = wide.clamp(max=n - 1)
+    return offset + torch.where(a < e, a, wide)
+
+
+BUCKET_MISTAKES = [
+    (dict(sign=-1), "The two halves look swapped: the relative position is the key's position minus the query's, "
+                    "and keys after the query (> 0) go to the upper half."),
+    (dict(cap=False), "Far distances run past the last bucket of their half: cap the logarithmic bucket at n - 1."),
+    (dict(halve=False), "With bidirectional=True each direction has num_buckets // 2 buckets, not num_buckets."),
+    (dict(rounded=True), "The logarithmic fraction looks rounded: T5 truncates it toward zero (.long())."),
+    (dict(causal_abs=True), "With bidirectional=False a key after the query counts as distance 0 (bucket 0): take "
+                            "max(-relative position, 0), not the absolute value."),
+]
+
+
+def bucket_cause(got, rel, bidirectional, num_buckets, max_distance):
+    for variant, cause in BUCKET_MISTAKES:
+        if torch.equal(got, reference_bucket(rel, bidirectional, num_buckets, max_distance, **variant)):
+            return cause
     return ""
 
 
 # --- helpers for the judges ----------------------------------------------------------------------------------------
-
-
-def expect_number_error(r, handle, what, number):
-    """A ValueError whose message names ``number`` on its own (the notebook's expect_value_error)."""
-    import re
-
-    error = r.raised(handle)
-    expect(error is not None, f"{what} should raise ValueError, but it returned normally.")
-    expect(error.is_a("ValueError"), f"{what} should raise ValueError, but it raised {error.type}: "
-                                     f"{error.message[:200]}")
-    expect(re.search(rf"(?<![\w.]){number}(?!\w|\.\d)", error.message) is not None,
-           f"The ValueError of {what} should name {number}; it says: {error.message[:200]}")
-
-
-def expect_tensor(r, handle, what, shape, dtype, hint=""):
-    got = r.tensor(handle, what)
-    expect(tuple(got.shape) == tuple(shape),
-           f"{what} should have shape {tuple(shape)}, but it has shape {tuple(got.shape)}.")
-    expect(got.dtype == dtype, f"{what} returns {got.dtype}; it should return {dtype}. {hint}".rstrip())
-    return got
 
 
 def close_explained(got, ref, *, atol, rtol, what, on="", explain, otherwise=""):
@@ -197,86 +160,154 @@ def as_input_at(r, handle, index, what):
 # --- the checks ----------------------------------------------------------------------------------------------------
 
 
-def test_sinusoidal_encoding(p):
-    sizes = [(6, 8), (1, 2), (7, 64), (50, 16), (100, 6), (33, 10), (12, 2)]
-    sizes += [(int(p.rng.integers(2, 101)), 2 * int(p.rng.integers(1, 33))) for _ in range(3)]  # fresh sizes
-    calls = [(T, D, p.call("sinusoidal_encoding", T, D)) for T, D in sizes]
-    errors = [(T, D, p.call("sinusoidal_encoding", T, D)) for T, D in [(4, 7), (3, 5), (10, 1), (2, 33)]]
-
-    def judge(r):
-        for T, D, h in calls:
-            what = f"sinusoidal_encoding({T}, {D})"
-            got = expect_tensor(r, h, what, (T, D), torch.float32,
-                                "Computing in float64 is fine: convert the table at the end with .to(torch.float32).")
-            close_explained(got.double(), reference_encoding(T, D), atol=1e-4, rtol=0, what=what,
-                            on="a size the visible test does not use" if (T, D) != (6, 8) else "",
-                            explain=lambda: encoding_cause(got.double(), T, D),
-                            otherwise="It is compared with the encoding computed in float64, absolute tolerance "
-                                      "1e-4.")
-        for T, D, h in errors:
-            expect_number_error(r, h, f"sinusoidal_encoding({T}, {D}), an odd D,", D)
-
-    return judge
+# --- the checks ----------------------------------------------------------------------------------------------------
 
 
-def test_apply_rope(p):
-    x_visible = torch.tensor([[1.0, 0.0, 1.0, 0.0, 1.0, 0.0]] * 4)
-    cases = [("the visible example", x_visible, 10000.0, p.call("apply_rope", x_visible)),
-             ("the visible example, base=100.0", x_visible, 100.0, p.call("apply_rope", x_visible, base=100.0))]
-    for shape, base in [((5, 8), 10000.0), ((3, 7, 4), 10000.0), ((2, 3, 6, 10), 10000.0), ((1, 2), 10000.0),
-                        ((2, 4, 9, 16), 500.0), ((4, 12, 6), 10.0)]:
-        x = p.randn(*shape)
-        cases.append((f"a random x of shape {shape}, base={base}", x, base, p.call("apply_rope", x, base=base)))
-    errors = [(T, d, p.call("apply_rope", torch.zeros(T, d))) for T, d in [(3, 5), (4, 3), (2, 9)]]
-
-    def judge(r):
-        for label, x, base, h in cases:
-            what = f"apply_rope on {label}"
-            got = expect_tensor(r, h, what, x.shape, torch.float32,
-                                "It should return the dtype of x: build the result with torch.empty_like(x).")
-            positions = torch.arange(x.shape[-2])
-            close_explained(got.double(), reference_rope(x, positions, base), atol=1e-4, rtol=1e-4, what=what,
-                            explain=lambda: rope_cause(got.double(), x, positions, base, True),
-                            otherwise="It is compared with RoPE computed in float64, atol=rtol=1e-4.")
-        for T, d, h in errors:
-            expect_number_error(r, h, f"apply_rope on x of shape ({T}, {d}), an odd d,", d)
-
-    return judge
+def decode_inputs(p, lead, T_new, L, d, d_v, dtype):
+    q, k = p.randn(*lead, T_new, d, dtype=dtype), p.randn(*lead, T_new, d, dtype=dtype)
+    v = p.randn(*lead, T_new, d_v, dtype=dtype)
+    return q, k, v, p.randn(*lead, L, d, dtype=dtype), p.randn(*lead, L, d_v, dtype=dtype)
 
 
-def test_apply_rope_positions(p):
+def test_rope_decode_cache(p):
+    f32, f64 = torch.float32, torch.float64
+    sizes = [((), 2, 5, 4, 3, f32, 10000.0), ((), 4, 0, 6, 2, f64, 10000.0), ((2, 3), 1, 7, 8, 5, f32, 500.0),
+             ((1, 2), 3, 11, 4, 4, f64, 10000.0), ((3,), 2, int(p.rng.integers(1, 30)), 10, 3, f32, 10000.0),
+             ((1,), 2, 50000, 16, 2, f32, 10000.0), ((), 1, 2000, 8, 1, f64, 10000.0)]
     cases = []
-    x = p.randn(3, 4)
-    for positions in (torch.tensor([0, 0, 0]), torch.tensor([2, 1, 0])):
-        cases.append((x, positions, 1e-5, p.call("apply_rope", x, positions=positions, after=(0,))))
-    x64 = x.double()
-    cases.append((x64, torch.arange(3), 1e-5, p.call("apply_rope", x64, after=(0,))))
-    xb = p.randn(2, 3, 5, 4)
-    cases.append((xb, torch.arange(5), 1e-5, p.call("apply_rope", xb, after=(0,))))
-    for shape, positions in [((5, 8), torch.arange(100, 105)), ((2, 6, 4), torch.tensor([7, 3, 3, 0, 120, 9])),
-                             ((2, 2, 4, 6), torch.arange(4) + 41), ((3, 2), torch.tensor([130, 0, 65]))]:
-        for dtype, tol in [(torch.float32, 1e-4), (torch.float64, 1e-10)]:
-            x = p.randn(*shape, dtype=dtype)
-            cases.append((x, positions, tol, p.call("apply_rope", x, positions=positions, after=(0,))))
+    for lead, T_new, L, d, d_v, dtype, base in sizes:
+        q, k, v, kc, vc = decode_inputs(p, lead, T_new, L, d, d_v, dtype)
+        label = f"q of shape {tuple(q.shape)} and a cache of {L} tokens, {dtype}" + (
+            f", base={base:g}" if base != 10000.0 else "")
+        cases.append((label, (q, k, v, kc, vc), base, 1e-4 if dtype == f32 else 1e-10,
+                      p.call("rope_decode_step", q, k, v, kc, vc, base=base, after=(0, 1, 2, 3, 4))))
 
     def judge(r):
-        for x, positions, tol, h in cases:
-            what = f"apply_rope on a {x.dtype} x of shape {tuple(x.shape)} with positions {positions.tolist()}"
-            got = expect_tensor(r, h, what, x.shape, x.dtype,
-                                "Convert the cosines and sines to x.dtype, and build the result with "
-                                "torch.empty_like(x).")
-            expect(torch.equal(as_input_at(r, h, 0, what), x),
-                   f"{what} changed its input x. Write the result into a new tensor (torch.empty_like(x)): the "
-                   "caller may still need the unrotated vectors.")
-            default = torch.equal(positions, torch.arange(x.shape[-2]))
-            close_explained(got.double(), reference_rope(x, positions), atol=tol, rtol=tol, what=what,
-                            explain=lambda: rope_cause(got.double(), x, positions, 10000.0, default),
-                            otherwise=f"It is compared with RoPE computed in float64, atol=rtol={tol:g}.")
+        for label, (q, k, v, kc, vc), base, tol, h in cases:
+            what = f"rope_decode_step on {label}"
+            result = r.value(h, what)
+            expect(isinstance(result, (tuple, list)) and len(result) == 3,
+                   f"{what} should return a triple (out, k_cache, v_cache).")
+            keys, values = as_tensor(result[1], what), as_tensor(result[2], what)
+            L = kc.shape[-2]
+            for name, arg, index in [("q", q, 0), ("k", k, 1), ("v", v, 2), ("k_cache", kc, 3), ("v_cache", vc, 4)]:
+                expect(torch.equal(as_input_at(r, h, index, what), arg), f"{what} changed its argument {name}.")
+            want = tuple(kc.shape[:-2]) + (L + q.shape[-2], kc.shape[-1])
+            expect(tuple(keys.shape) == want, f"The key cache returned by {what} should have shape {want}; it has "
+                                              f"shape {tuple(keys.shape)}.")
+            expect(keys.dtype == q.dtype and values.dtype == q.dtype,
+                   f"The caches returned by {what} are {keys.dtype} and {values.dtype}; both should be {q.dtype}.")
+            expect(torch.equal(keys[..., :L, :], kc),
+                   f"The first {L} rows of the key cache returned by {what} should be the cached keys exactly as they "
+                   "came in (they were rotated when they were added); they are not. Are they rotated again, or put "
+                   "after the new ones?")
+            expect(tuple(values.shape) == tuple(vc.shape[:-2]) + (L + v.shape[-2], v.shape[-1])
+                   and torch.equal(values, torch.cat([vc, v], dim=-2)),
+                   f"The value cache returned by {what} should be the cached values followed by the new values, "
+                   "unrotated; it is not.")
+            got = keys[..., L:, :].double()
+            close_explained(got, reference_turn(k, L, base), atol=tol, rtol=tol,
+                            what="The new rows of the key cache returned by rope_decode_step", on=label,
+                            explain=lambda: turn_cause(got, k, L, base),
+                            otherwise=f"They are compared with RoPE computed in float64 at positions {L}, {L + 1}, "
+                                      f"..., atol=rtol={tol:g}.")
 
     return judge
 
 
-# --- is_permutation_equivariant: layers from the notebook's `layers` cell ----------------------------------
+def test_rope_decode_attention(p):
+    f32, f64 = torch.float32, torch.float64
+    sizes = [((), 3, 4, 6, 5, f32, 10000.0), ((), 5, 0, 4, 3, f64, 10000.0), ((2, 2), 1, 9, 8, 8, f32, 10000.0),
+             ((1, 3), 4, 6, 6, 2, f64, 100.0), ((3, 2), 3, 2, 4, 4, f32, 10000.0),
+             ((1,), 2, 3000, 8, 3, f32, 10000.0), ((), 7, int(p.rng.integers(1, 40)), 2, 3, f64, 10000.0)]
+    cases = []
+    for lead, T_new, L, d, d_v, dtype, base in sizes:
+        q, k, v, kc, vc = decode_inputs(p, lead, T_new, L, d, d_v, dtype)
+        u = p.randn(d_v, dtype=dtype)
+        label = f"q of shape {tuple(q.shape)} and a cache of {L} tokens, {dtype}" + (
+            f", base={base:g}" if base != 10000.0 else "")
+        cases.append((label, q, v, L, 1e-4 if dtype == f32 else 1e-10,
+                      p.call("rope_decode_step", q, k, v, kc, vc, base=base),
+                      p.call("rope_decode_step", q, q, v, kc, vc, base=base),
+                      (u, p.call("rope_decode_step", q, k, u.expand(v.shape).clone(), kc,
+                                 u.expand(vc.shape).clone(), base=base))))
+
+    def triple(r, h, what):
+        result = r.value(h, what)
+        expect(isinstance(result, (tuple, list)) and len(result) == 3,
+               f"{what} should return a triple (out, k_cache, v_cache).")
+        return [as_tensor(item, what) for item in result]
+
+    def judge(r):
+        for label, q, v, L, tol, h, h_q, (u, h_u) in cases:
+            what = f"rope_decode_step on {label}"
+            out, keys, values = triple(r, h, what)
+            expect(tuple(out.shape) == tuple(v.shape), f"The output of {what} should have shape {tuple(v.shape)}, "
+                                                       f"the shape of v; it has shape {tuple(out.shape)}.")
+            expect(out.dtype == q.dtype, f"{what} returns an output of {out.dtype}; it should be {q.dtype}.")
+            _, as_keys, _ = triple(r, h_q, f"{what}, with the queries passed as keys")
+            expect(tuple(as_keys.shape) == tuple(keys.shape),
+                   f"{what}: the key cache has shape {tuple(keys.shape)} with k and {tuple(as_keys.shape)} with the "
+                   "queries passed as keys.")
+            q_turned = as_keys[..., L:, :].double()  # the student's rotation of q, as it rotates keys
+            ref = causal_attention(q_turned, keys, values, L, math.sqrt(q.shape[-1]))
+            close_explained(out.double(), ref, atol=tol, rtol=tol, what="The output of rope_decode_step", on=label,
+                            explain=lambda: attention_cause(out.double(), q_turned, keys, values, L),
+                            otherwise="It is compared with softmax(RoPE(q) K^T / sqrt(d)) V over your own caches, the "
+                                      f"new token at position L + t seeing keys at positions <= L + t, computed in "
+                                      f"float64 (atol=rtol={tol:g}).")
+            out_u, _, _ = triple(r, h_u, f"{what}, every value the same vector u")
+            close_torch(out_u.double(), u.double().expand(v.shape), atol=tol, rtol=tol,
+                        what="The output of rope_decode_step", on=f"{label}, every value the same vector u",
+                        cause="Every output should be u: a query's weights sum to 1 and the values are not rotated. "
+                              f"(atol=rtol={tol:g})")
+
+    return judge
+
+
+BUCKET_CONFIGS = [(True, 32, 128), (False, 32, 128), (True, 16, 64), (True, 10, 50), (False, 12, 100),
+                  (False, 8, 20), (True, 64, 256), (True, 24, 90), (False, 20, 40)]
+
+
+def test_t5_relative_bucket(p):
+    picked = [0, 1] + sorted(p.rng.choice(range(2, len(BUCKET_CONFIGS)), size=3, replace=False).tolist())
+    cases = []
+    for n, index in enumerate(picked):
+        bidirectional, num_buckets, max_distance = BUCKET_CONFIGS[index]
+        kwargs = dict(bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)
+        described = f"bidirectional={bidirectional}, num_buckets={num_buckets}, max_distance={max_distance}"
+        span = torch.arange(-3 * max_distance, 3 * max_distance + 1)
+        L, T_q = int(p.rng.integers(50, 400)), int(p.rng.integers(2, 6))
+        matrix = torch.arange(L + T_q)[None, :] - torch.arange(L, L + T_q)[:, None]  # queries at L, L + 1, ...
+        far = torch.from_numpy(p.rng.integers(-3_000_000, 3_000_001, size=(4, 5)))
+        inputs = [(f"every relative position from {-3 * max_distance} to {3 * max_distance}", span),
+                  (f"a ({T_q}, {L + T_q}) matrix of {T_q} queries at positions {L}, ... against keys 0, ...", matrix),
+                  ("relative positions in the millions, int32", far.to(torch.int32))]
+        if n == 0:
+            inputs.append(("relative positions as in the visible test, called with the defaults",
+                           torch.tensor([0, -3, 3, -8, -20, -127, -128, -1000, 1000])))
+        for label, rel in inputs:
+            call = (p.call("t5_relative_bucket", rel, after=(0,)) if "defaults" in label
+                    else p.call("t5_relative_bucket", rel, after=(0,), **kwargs))
+            cases.append((f"{label} ({described})", rel, kwargs, call))
+
+    def judge(r):
+        for label, rel, kwargs, h in cases:
+            what = f"t5_relative_bucket on {label}"
+            got = r.tensor(h, what)
+            expect(torch.equal(as_input_at(r, h, 0, what), rel), f"{what} changed its argument.")
+            expect(tuple(got.shape) == tuple(rel.shape),
+                   f"{what} should return the shape of its argument, {tuple(rel.shape)}; it returns {tuple(got.shape)}.")
+            expect(got.dtype == torch.long, f"{what} returns {got.dtype}; it should return torch.long, bucket numbers.")
+            ref = reference_bucket(rel, **kwargs)
+            wrong = got != ref
+            if wrong.any():
+                cause = bucket_cause(got, rel, **kwargs)
+                raise Fail(f"{what}: {int(wrong.sum())} of {rel.numel()} buckets differ from T5's, for instance that "
+                           f"of relative position {int(rel[wrong][0])}, which yours puts in bucket "
+                           f"{int(got[wrong][0])}. {cause}".rstrip())
+
+    return judge
 
 
 def tokenwise(p, D, D_out):
@@ -397,109 +428,24 @@ def test_is_permutation_equivariant(p):
                    f"With num_trials={trials}, is_permutation_equivariant called the layer on {reordered} reordered "
                    f"input(s), but it should try the reversal and then num_trials random orders. Does it use its "
                    "num_trials argument?")
-
-    return judge
-
-
-def plain_cause(same, scores, q, v, tol):
-    """Why the weights with every token at one position are not plain attention's, in words."""
-    for width, cause in [(1, "They match the scores without the 1/sqrt(d) scale."),
-                         (v.shape[-1], "They match scores scaled by sqrt(d_v): scale by sqrt(d), d the width of q and "
-                                       "k.")]:
-        if torch.allclose(same, torch.softmax(scores / math.sqrt(width), dim=-1).to(q.dtype), atol=tol, rtol=tol):
-            return cause
-    return ("With every token at one position the rotation changes no dot product, so the weights should be those "
-            "of plain attention, softmax(q k^T / sqrt(d)). Are q and k both rotated, by the positions given?")
-
-
-def test_rope_attention(p):
-    cases = []
-    q, k, v = p.randn(2, 5, 4), p.randn(2, 5, 4), p.randn(2, 5, 6)
-    cases.append(("the visible example's shapes", q, k, v, torch.arange(5), 1e-5))
-    for B, H, T, d, dv, start in [(2, 3, 6, 8, 5, 0), (1, 4, 9, 4, 4, 50), (3, 2, 4, 16, 2, 11)]:
-        for dtype, tol in [(torch.float32, 1e-4), (torch.float64, 1e-6)]:
-            q, k = p.randn(B, H, T, d, dtype=dtype), p.randn(B, H, T, d, dtype=dtype)
-            v = p.randn(B, H, T, dv, dtype=dtype)
-            cases.append((f"q of shape {(B, H, T, d)}, {dtype}, positions from {start}", q, k, v,
-                          torch.arange(T) + start, tol))
-    probes = []
-    for label, q, k, v, positions, tol in cases:
-        same = torch.full_like(positions, int(positions[0]))
-        probes.append((label, q, k, v, positions, tol,
-                       p.call("rope_attention", q, k, v, positions=positions),
-                       p.call("rope_attention", q, k, v, positions=positions + 25),
-                       p.call("rope_attention", q, k, v, positions=same)))
-
-    def judge(r):
-        for label, q, k, v, positions, tol, h, h_shift, h_same in probes:
-            what = f"rope_attention on {label}"
-            out, weights = r.tensor_pair(h, what)
-            T = q.shape[-2]
-            expect(tuple(out.shape) == tuple(v.shape),
-                   f"The output of {what} should have shape {tuple(v.shape)}, the shape of v; it has shape "
-                   f"{tuple(out.shape)}.")
-            expect(tuple(weights.shape) == tuple(q.shape[:-1]) + (T,),
-                   f"The weights of {what} should have shape {tuple(q.shape[:-1]) + (T,)}; they have shape "
-                   f"{tuple(weights.shape)}.")
-            expect(out.dtype == q.dtype and weights.dtype == q.dtype,
-                   f"{what} returns {out.dtype} and {weights.dtype}; both should be {q.dtype}, the dtype of q.")
-            close_torch(weights.sum(dim=-1), torch.ones(q.shape[:-1], dtype=q.dtype), atol=tol, rtol=tol,
-                        what="The row sums of the weights of rope_attention", on=label,
-                        cause=f"Each query's weights (a row, over the keys) should sum to 1: is the softmax taken "
-                              f"over the last axis? (atol=rtol={tol:g})")
-            close_torch(out, weights @ v, atol=tol, rtol=tol, what="The output of rope_attention", on=label,
-                        cause=f"It should be weights @ v, with the values not rotated: only the queries and the "
-                              f"keys get positions. (atol=rtol={tol:g})")
-            _, shifted = r.tensor_pair(h_shift, f"{what}, every position moved by 25")
-            close_torch(shifted, weights, atol=tol, rtol=tol, what="The weights of rope_attention",
-                        on=f"{label}, every position moved by 25",
-                        cause="They should not change: RoPE's scores depend only on the distance between a query's "
-                              "and a key's positions. Are both q and k rotated, with the same positions? "
-                              f"(atol=rtol={tol:g})")
-            _, same = r.tensor_pair(h_same, f"{what}, every token at one position")
-            scores = q.double() @ k.double().transpose(-2, -1)
-            plain = torch.softmax(scores / math.sqrt(q.shape[-1]), dim=-1).to(q.dtype)
-            close_explained(same, plain, atol=tol, rtol=tol, what="The weights of rope_attention",
-                            on=f"{label}, every token at one position",
-                            explain=lambda: f"{plain_cause(same, scores, q, v, tol)} (atol=rtol={tol:g})")
-            if label == "the visible example's shapes":
-                expect(not torch.allclose(weights, plain, atol=1e-3),
-                       f"With positions 0, ..., {T - 1} the weights of {what} are those of plain attention, as if no "
-                       "position were used: rotate the queries and the keys with apply_rope, passing the positions "
-                       "on.")
-
-    return judge
-
-
-def test_alibi_bias(p):
-    calls = [(T, H, p.call("alibi_bias", T, H))
-             for T, H in [(5, 4), (1, 1), (7, 2), (3, 8), (9, 16), (12, 4), (6, 1), (4, 32)]
-             + [(int(p.rng.integers(2, 13)), 2 ** int(p.rng.integers(0, 6))) for _ in range(3)]]  # fresh sizes
-    errors = [(T, H, p.call("alibi_bias", T, H)) for T, H in [(5, 6), (4, 3), (4, 12), (4, 5)]]
-
-    def judge(r):
-        for T, H, h in calls:
-            what = f"alibi_bias({T}, {H})"
-            got = r.tensor(h, what)
-            expect(tuple(got.shape) == (H, T, T),
-                   f"{what} should have shape (num_heads, T, T) = {(H, T, T)}, but it has shape {tuple(got.shape)}."
-                   + (" Each head has its own slope and needs its own (T, T) matrix." if got.dim() < 3 else ""))
-            expect(got.dtype == torch.float32, f"{what} returns {got.dtype}; it should return torch.float32, the "
-                                               "dtype of the scores it is added to.")
-            close_explained(got.double(), reference_alibi(T, H), atol=1e-6, rtol=1e-6, what=what,
-                            explain=lambda: alibi_cause(got.double(), T, H),
-                            otherwise="It is compared with the bias computed in float64, atol=rtol=1e-6.")
-        for T, H, h in errors:
-            expect_number_error(r, h, f"alibi_bias({T}, {H}), with {H} heads, not a power of two,", H)
+            g = torch.Generator().manual_seed(0)
+            wanted = [torch.arange(x.shape[1] - 1, -1, -1)] + [torch.randperm(x.shape[1], generator=g)
+                                                                for _ in range(trials)]
+            missing = [n for n, perm in enumerate(wanted)
+                       if not any(torch.equal(as_tensor(item, what), x[:, perm]) for item in inputs)]
+            expect(not missing,
+                   f"With num_trials={trials}, is_permutation_equivariant should call the layer on x reordered by the "
+                   f"reversal and by the first {trials} orders of torch.randperm(T, generator=g), "
+                   "g = torch.Generator().manual_seed(0); it did not try "
+                   f"{'the reversal' if missing == [0] else f'{len(missing)} of them'}. Make the generator inside the "
+                   "function, seeded with 0, and draw the orders from it one after another.")
 
     return judge
 
 
 CHECKS = {
-    "test_sinusoidal_encoding": test_sinusoidal_encoding,
-    "test_apply_rope": test_apply_rope,
-    "test_apply_rope_positions": test_apply_rope_positions,
-    "test_alibi_bias": test_alibi_bias,
+    "test_rope_decode_cache": test_rope_decode_cache,
+    "test_rope_decode_attention": test_rope_decode_attention,
+    "test_t5_relative_bucket": test_t5_relative_bucket,
     "test_is_permutation_equivariant": test_is_permutation_equivariant,
-    "test_rope_attention": test_rope_attention,
 }

@@ -1,5 +1,0 @@
-# The equivariance check compares nothing and always says False.
-# caught by a visible test
-# %% cell: is_permutation_equivariant
-def is_permutation_equivariant(layer, x, num_trials=3, atol=1e-5):
-    return False
