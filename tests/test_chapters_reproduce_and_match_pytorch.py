@@ -12,7 +12,6 @@ import re
 import nbformat
 import numpy as np
 import pytest
-import yaml
 
 from tools.paths import CHAPTERS, EXERCISES, ROOT, SOLUTIONS
 
@@ -135,8 +134,9 @@ def test_a_function_repeated_in_a_later_chapter_is_the_same_function():
     assert "scaled_dot_product_attention" in repeated
 
 
-# The exercises name what the chapters teach; the chapters use the same names
-# and signatures, so a student meets one `split_heads(x, num_heads)` in both.
+# Where a chapter and an exercise use the same name, it means the same thing, with
+# the same signature, and retired names stay retired. (What an exercise grades is a
+# transfer the chapters do not write: tests/test_chapter_code_earns_nothing.py.)
 RETIRED_NAMES = {
     "attend": "scaled_dot_product_attention",
     "SingleHeadAttention": "SelfAttention",
@@ -146,9 +146,6 @@ RETIRED_NAMES = {
     "MultiHeadAttentionLayer": "MultiHeadAttention",
     "softmax_rows": "softmax",
 }
-# Names that the chapters must teach under the exercises' signature.
-# (ex03, ex04 and ex06 now ask for transfers the chapters do not define: CrossAttention, single_head_like_torch, ...)
-TAUGHT_IN_CHAPTERS = {"sinusoidal_encoding", "apply_rope", "alibi_bias"}
 
 
 def _signature(node):
@@ -208,14 +205,3 @@ def test_chapter_uses_the_exercises_names_and_signatures(path):
                     f"{path.stem} defines {name}{signature}, but {assignment} has {name}{expected}: "
                     "one name, one signature"
                 )
-
-
-def test_chapters_teach_what_the_exercises_ask_for():
-    defined = set()
-    for path in CHAPTER_FILES:
-        for cell in read(path).cells:
-            if cell.cell_type == "code":
-                defined |= set(_api(cell.source))
-    assert TAUGHT_IN_CHAPTERS <= set(exercise_api()), "an exercise renamed what the chapters teach"
-    missing = TAUGHT_IN_CHAPTERS - defined
-    assert not missing, f"no chapter defines {sorted(missing)} under the exercises' name"
