@@ -105,7 +105,7 @@ def long_sequence_length(memory):
 
 def part(q, k, v):
     """(output, lse) of the queries q over the keys k and values v, computed in float64, returned in q's dtype."""
-    scores = q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.shape[-1])
+    scores = torch.matmul(q.double(), k.double().mT) / math.sqrt(q.shape[-1])
     return (torch.softmax(scores, dim=-1) @ v.double()).to(q.dtype), torch.logsumexp(scores, dim=-1).to(q.dtype)
 
 
@@ -252,7 +252,7 @@ def padded_reference(q, k, v, pad, causal=False):
     allowed = ~pad[:, None, None, :]
     if causal:
         allowed = allowed & torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
-    scores = q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.shape[-1])
+    scores = torch.matmul(q.double(), k.double().mT) / math.sqrt(q.shape[-1])
     weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).nan_to_num(0.0)
     return (weights @ v.double()).to(q.dtype)
 
