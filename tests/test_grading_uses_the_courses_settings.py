@@ -3,7 +3,7 @@
 `make grade COURSE=<folder>` reads that folder's nbgrader_config.py once
 (tools/course_settings.py) and hands the same numbers to every part of the run:
 the notebook's sandbox, the time each submission may take, and verification,
-whose checks may be sized by them. ex07's check that ``tiled_attention`` never
+whose checks may be sized by them. ex07's check that ``padded_tiled_attention`` never
 builds the score matrix gives it a sequence whose (T, T) float64 scores alone
 exceed the sandbox's memory: with a course that raises that memory, the
 sequence grows with it, or the check would no longer prove what
@@ -21,7 +21,7 @@ from tools.nbgrader_course import Course, fill_release, read_wrong_implementatio
 from tools.paths import BIN, ROOT, SOLUTIONS, checks_folder
 
 ASSIGNMENT = "ex07_efficient_attention"
-MEMORY_CHECK = "test_tiled_attention_memory"
+MEMORY_CHECK = "test_padded_tiled_attention_memory"
 RAISED = 8 * 1024**3  # the memory per process of the course below: 4 times this repository's
 ATTACK = checks_folder(ASSIGNMENT) / "attacks" / "disable_op_recorder.py"
 

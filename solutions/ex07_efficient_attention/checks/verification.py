@@ -9,30 +9,32 @@ same tolerances. A failed check's message is what the student reads in the
 feedback: which function, on what input, how far off and the likely cause,
 never the expected numbers.
 
-``online_softmax`` is compared with ``torch.softmax``, and ``tiled_attention``
-(with and without ``causal``) and ``grouped_query_attention`` with
-``F.scaled_dot_product_attention``. What a function computes on the way (no
-``softmax`` of PyTorch's, no reduction over more than a block, no built-in
-attention, no tensor as large as a score matrix, no ``enable_gqa``) is read
-with the notebook's ``OpRecorder``, through its helper ``recorded_ops``.
+``merge_partials`` is handed parts computed here (the output and the
+log-sum-exp of the queries over a slice of the keys) and compared with
+attention over all the keys; its tolerance widens with the size of the lse
+values, since a float32 lse near 1000 is itself rounded by 6e-5 and every
+method, however right, inherits that (``merge_tol``).
+``padded_tiled_attention`` is compared with masked attention computed here in
+float64 over the whole matrix (``padded_reference``, the notebook's
+``padded_attention_reference``). What it runs on the way (no built-in
+attention, no tensor as large as a score matrix) is read with the notebook's
+``OpRecorder``, through its helper ``recorded_ops``; that cell judges values
+only without ``causal``, so that a slip in the causal mask costs the causal
+cell alone.
 
-That ``tiled_attention`` never holds the score matrix is also checked against
-a limit the sandbox enforces, not one the student's process could switch off
-(``OpRecorder`` runs inside that process): one causal call on a sequence whose
-(T, T) matrix of float64 scores alone is larger than the memory of a process
-(``p.limits.memory_bytes``: outside the kernel, the graded course's
-``c.SandboxedKernelManager.memory_bytes``; in the kernel, its own RLIMIT_AS,
-which the sandbox sets to that same value: T = 16,500 for the 2 GiB this
-repository sets). An implementation that builds that matrix, or any tensor of
-its size, gets a MemoryError; one that works tile by tile needs a few
-megabytes. As everywhere in that cell, the result must be a weighted average
-of the values: when every value is the same vector u, every output is u.
+That ``padded_tiled_attention`` never holds the score matrix is also checked
+against a limit the sandbox enforces, not one the student's process could
+switch off: one causal call on a sequence whose (T, T) matrix of float64
+scores alone is larger than the memory of a process
+(``p.limits.memory_bytes``: T = 16,500 for the 2 GiB this repository sets).
+That run takes seconds, and in the kernel (``p.in_kernel``) it would prove
+nothing that verification does not prove again outside it, where the student's
+code cannot reach the limit: the hidden tests leave it out, verification
+always runs it.
 
-``KVCache`` is driven by the notebook's locked helper ``cache_history``, and
-``decode_step`` is handed the helpers' ``BufferCache``: once per step,
-prefilled with the earlier positions of a sequence drawn here, and once for a
-whole sequence (``decode_steps``), which must append one position per step.
-Each step must equal that row of causal attention over the whole sequence.
+``RollingKVCache`` is driven by the notebook's locked helper
+``rolling_history``, which records every append (or the error it raised) so
+that an error is reported with the append that raised it.
 """
 
 import math
@@ -43,10 +45,8 @@ import torch.nn.functional as F
 from tools.verification.probes import Nested, as_tensor, close_torch, expect
 
 TOL = {torch.float32: 1e-5, torch.float64: 1e-10}
-SOFTMAX_TOL = {torch.float32: dict(atol=1e-6, rtol=1e-5), torch.float64: dict(atol=1e-12, rtol=1e-10)}
 # PyTorch's own attention functions: their names contain one of these (the notebook's BUILT_IN_ATTENTION).
 BUILT_IN_ATTENTION = ("scaled_dot_product", "multi_head_attention", "flash_attention", "efficient_attention")
-REDUCTIONS = ("amax", "max", "sum", "nansum", "logsumexp", "mean", "amin", "min", "cumsum", "sort", "topk")
 
 
 def returned(r, handle, what):
@@ -100,242 +100,283 @@ def long_sequence_length(memory):
     return (math.isqrt(memory // 8) // 100 + 1) * 100 + 100
 
 
-# --- online_softmax ---------------------------------------------------------------------------------------
-
-VISIBLE_X = [[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0],  # the maximum grows in every block
-             [9.0, 3.0, 1.0, 2.0, 4.0, 0.0, 5.0, 1.0, 2.0, 3.0],  # the maximum is in the first block
-             [1.0, -2.0, 0.5, 3.0, 2.0, -1.0, 0.0, 2.5, -3.0, 4.0]]  # (3, 10): blocks of 4, 4 and 2
+# --- merge_partials ---------------------------------------------------------------------------------------
 
 
-def softmax_cause(got, xs, dim, label, whole, first8):
-    """Why online_softmax's result ``got`` on ``xs`` is wrong, as far as can be told: the visible test's
-    diagnoses. ``whole`` and ``first8`` are its results on the visible example in one block and on its first
-    8 columns (or None)."""
-    if not torch.isfinite(got).all() and torch.isfinite(torch.softmax(xs, dim=dim)).all():
-        if "-inf" in label:
-            return ("It contains NaN. While every entry read so far is -inf, m and m_new are both -inf and "
-                    "exp(m - m_new) = exp(-inf + inf) is NaN: measure from 0 while m_new is still -inf (torch.where).")
-        if "1000" in label and "+" not in label:
-            return ("It contains NaN or inf. Far below 0, e^(entry - m) underflows to 0 unless m is the largest entry "
-                    "read so far: does the running maximum start at -inf? Started at 0, it stays 0 here.")
-        return "It contains NaN or inf: subtract the running maximum before you exponentiate."
-    if xs.dim() > 1 and dim % xs.dim() != xs.dim() - 1 and same(got, torch.softmax(xs, dim=-1), 1e-5):
-        return ("It looks like a softmax along the last dimension: use dim (x.movedim(dim, -1) puts it last, "
-                ".movedim(-1, dim) puts it back).")
-    if first8:
-        return ("On the first 8 entries of each row of the visible example (two whole blocks) it is right; with 10 "
-                "entries, the last block holds only 2. Does your loop reach it? range(0, N, block_size) does, and "
-                "xs[..., start:start + block_size] stops at the end of the row by itself.")
-    if whole:
-        return ("On the visible example with a single block (block_size=16) it is right, in blocks it is not: the "
-                "running sum should collect the terms of every block, those already in it rescaled by "
-                "exp(m - m_new) when the maximum grows, the new ones measured from m_new.")
-    return ""
+def part(q, k, v):
+    """(output, lse) of the queries q over the keys k and values v, computed in float64, returned in q's dtype."""
+    scores = torch.matmul(q.double(), k.double().mT) / math.sqrt(q.shape[-1])
+    return (torch.softmax(scores, dim=-1) @ v.double()).to(q.dtype), torch.logsumexp(scores, dim=-1).to(q.dtype)
 
 
-def test_online_softmax(p):
-    x = torch.tensor(VISIBLE_X)
-    masked = x.clone()
-    masked[:, :4] = float("-inf")  # a whole first block of -inf, as a causal or padding mask makes
-    masked[2, 8] = float("-inf")
-    leading_inf = p.randn(4, 9)
-    leading_inf[:, :6] = float("-inf")  # the first two blocks of 3 are -inf
-    scattered = p.randn(3, 11, scale=3.0)
-    scattered[p.randn(3, 11) > 0.8] = float("-inf")
-    scattered[:, 5] = 0.0  # every row keeps a finite entry
-    cases = [
-        ("the visible example", x, -1, None), ("the visible example - 1000", x - 1000.0, -1, None),
-        ("the visible example + 1000", x + 1000.0, -1, None),
-        ("the visible example with -inf entries", masked, -1, None),
-        ("the visible example transposed, dim=0", x.T.contiguous(), 0, None),
-        ("the visible example transposed, dim=-2", x.T.contiguous(), -2, None),
-        ("a (6, 10) matrix, the default block_size", p.randn(6, 10), -1, None),
-        ("a (5, 13) matrix, blocks of 4", p.randn(5, 13), -1, 4),
-        ("a (5, 13) matrix, blocks of 1", p.randn(5, 13), -1, 1),
-        ("a (5, 13) matrix, one block of 64", p.randn(5, 13), -1, 64),
-        ("a (5, 13) matrix, blocks of 2, dim=0", p.randn(5, 13), 0, 2),
-        ("a (2, 7, 6) tensor, blocks of 3, dim=1", p.randn(2, 7, 6, scale=4.0), 1, 3),
-        ("a (2, 7, 6) tensor, blocks of 4, dim=-3", p.randn(2, 7, 6), -3, 4),
-        ("a (2, 3, 4, 9) tensor, blocks of 2, dim=3", p.randn(2, 3, 4, 9), 3, 2),
-        ("a 1-D tensor of 17 entries, blocks of 5", p.randn(17), 0, 5),
-        ("increasing rows, blocks of 3", torch.arange(40.0).reshape(2, 20) / 3, -1, 3),
-        ("scores near +1000, blocks of 4", p.randn(3, 10) + 1000.0, -1, 4),
-        ("scores near -1000, blocks of 4", p.randn(3, 10) - 1000.0, -1, 4),
-        ("scores spread over thousands, blocks of 3", p.randn(4, 11, scale=2000.0), -1, 3),
-        ("rows whose first two blocks are -inf, blocks of 3", leading_inf, -1, 3),
-        ("rows with scattered -inf entries, blocks of 2", scattered, -1, 2),
-        ("float64 scores, blocks of 3", p.randn(3, 14, dtype=torch.float64, scale=5.0), -1, 3),
-        ("float64 scores near -1000, blocks of 4, dim=0", p.randn(9, 4, dtype=torch.float64) - 1000.0, 0, 4),
-    ]
-    for _ in range(2):  # fresh sizes
-        rows, n, block = int(p.rng.integers(1, 6)), int(p.rng.integers(2, 40)), int(p.rng.integers(1, 9))
-        cases.append((f"a fresh ({rows}, {n}) matrix, blocks of {block}", p.randn(rows, n, scale=3.0), -1, block))
+def merge_tol(dtype, *lses):
+    """The tolerance of a merge of parts whose lse values are ``lses``: the dtype's, or 4 eps |lse| when larger (a
+    float32 lse near 1000 is itself rounded by 6e-5, and every method inherits that)."""
+    finite = [x[torch.isfinite(x)].abs() for x in lses]
+    size = max([float(x.max()) for x in finite if x.numel()] + [0.0])
+    return max(TOL[dtype], 4 * torch.finfo(dtype).eps * size)
+
+
+def same_lse(got, want, tol):
+    """True if got has -inf where want does, and is close to it elsewhere."""
+    inf = torch.isinf(want)
+    return got.shape == want.shape and torch.equal(torch.isinf(got), inf) and same(got[~inf], want[~inf], tol)
+
+
+def merge_cause(got_out, got_lse, parts, want_out, want_lse, tol):
+    (oa, la), (ob, lb) = parts
+    if not (torch.isfinite(got_out).all() and torch.isfinite(got_lse[torch.isfinite(want_lse)]).all()):
+        if torch.isinf(la).any() or torch.isinf(lb).any():
+            return ("It contains NaN or inf, and a part here is empty (lse = -inf): where both are -inf, "
+                    "-inf - max(-inf, -inf) is NaN. Measure from 0 there, and give an output of 0 where nothing was "
+                    "summed.")
+        return ("It contains NaN or inf: e^lse overflows for large lse. Subtract the larger of lse_a and lse_b "
+                "before you exponentiate.")
+    if same(got_lse, torch.maximum(la, lb), tol) and not same(want_lse, torch.maximum(la, lb), tol):
+        return "Your lse is the larger of lse_a and lse_b: the sum over all the keys is e^lse_a + e^lse_b."
+    if same(got_out, (oa + ob) / 2, tol):
+        return ("The output is the average of the two outputs: each part should weigh by its share of all the "
+                "weight, e^lse_a / (e^lse_a + e^lse_b) for part A.")
+    if got_out.dim() >= 2 and got_out.shape[-1] == got_out.shape[-2]:
+        return ("Here Tq equals d_v: does a (..., Tq) weight broadcast against the (..., Tq, d_v) outputs along the "
+                "wrong axis? Give it a last axis of size 1 (unsqueeze(-1)).")
+    return "Each part should weigh by its share of all the weight, e^lse_a / (e^lse_a + e^lse_b) for part A."
+
+
+def test_merge_partials(p):
     calls = []
-    for label, xs, dim, block in cases:
-        kwargs = {"dim": dim} if block is None else {"dim": dim, "block_size": block}
-        calls.append((label, xs, dim, p.call("online_softmax", xs, after=(0,), **kwargs)))
-    h_whole = p.call("online_softmax", x, block_size=16)
-    h_first8 = p.call("online_softmax", x[:, :8].contiguous())
-    # What it runs: with blocks of 3 on the visible (3, 10) example, and blocks of 2 along dim 1 of a (4, 7, 5) tensor.
-    op_cases = [("With block_size=3, online_softmax(x) for x of shape (3, 10)", 3 * 3,
-                 p.call("recorded_ops", "online_softmax", x, block_size=3)),
-                ("With block_size=2 and dim=1 on a (4, 7, 5) tensor, online_softmax", 4 * 5 * 2,
-                 p.call("recorded_ops", "online_softmax", p.randn(4, 7, 5), dim=1, block_size=2))]
+
+    def add(label, parts, want, chain=None):
+        args = [x for pr in parts for x in pr]
+        h = p.call("merge_partials", *args, after=(0, 1, 2, 3))
+        calls.append((label, parts, want, h))
+
+    def split_case(label, lead, Tq, sizes, dk, dv, dtype, shift=0.0, scale=1.0):
+        q = p.randn(*lead, Tq, dk, dtype=dtype, scale=scale)
+        k, v = p.randn(*lead, sum(sizes), dk, dtype=dtype), p.randn(*lead, sum(sizes), dv, dtype=dtype)
+        bounds = [0]
+        for n in sizes:
+            bounds.append(bounds[-1] + n)
+        parts = [part(q, k[..., a:b, :], v[..., a:b, :]) for a, b in zip(bounds, bounds[1:])]
+        parts = [(o, l + shift) for o, l in parts]
+        out, lse = part(q, k, v)
+        return parts, (out, lse + shift)
+
+    # The visible test's example: keys 0-3 and 4-8 of 9, then with the lse near 1000, and with empty parts.
+    torch.manual_seed(1)
+    vq, vk, vv = torch.randn(2, 5, 4), torch.randn(2, 9, 4), torch.randn(2, 9, 3)
+    va, vb, vw = part(vq, vk[:, :4], vv[:, :4]), part(vq, vk[:, 4:], vv[:, 4:]), part(vq, vk, vv)
+    add("the visible example (keys 0-3 and 4-8 of 9)", [va, vb], vw)
+    add("the visible example with lse near 1000", [(va[0], va[1] + 1000), (vb[0], vb[1] + 1000)],
+        (vw[0], vw[1] + 1000))
+    empty = (torch.zeros(2, 5, 3), torch.full((2, 5), float("-inf")))
+    add("the visible example and an empty part (lse = -inf)", [va, empty], va)
+    add("two empty parts (lse = -inf on both sides)", [empty, empty], empty)
+    for label, lead, Tq, sizes, dk, dv, dtype, shift, scale in [
+        ("one query, no leading dimension", (), 1, [3, 5], 4, 2, torch.float32, 0.0, 1.0),
+        ("(B, H, Tq, d) parts of 2 and 11 keys", (2, 3), 6, [2, 11], 8, 5, torch.float32, 0.0, 1.0),
+        ("parts of 1 and 1 key", (3,), 4, [1, 1], 4, 4, torch.float32, 0.0, 1.0),
+        ("Tq = d_v = 4", (2,), 4, [5, 3], 6, 4, torch.float32, 0.0, 1.0),
+        ("scores spread widely (one part dominates)", (2,), 5, [4, 4], 4, 3, torch.float32, 0.0, 8.0),
+        ("lse near -1000", (2,), 5, [3, 6], 4, 3, torch.float32, -1000.0, 1.0),
+        ("lse near +3000", (1, 2), 3, [7, 2], 4, 3, torch.float32, 3000.0, 1.0),
+        ("float64 parts", (2, 2), 5, [6, 4], 8, 3, torch.float64, 0.0, 1.0),
+        ("float64 parts with lse near 1000", (2,), 5, [3, 3], 4, 2, torch.float64, 1000.0, 1.0),
+    ]:
+        parts, want = split_case(label, lead, Tq, sizes, dk, dv, dtype, shift, scale)
+        add(label, parts, want)
+        if label.startswith("(B, H"):
+            add(label + ", in the other order", parts[::-1], want)
+    # An lse of -inf for some queries only (their keys in part B all masked).
+    parts, want = split_case("partly", (2,), 6, [4, 5], 4, 3, torch.float32)
+    (ob, lb) = parts[1]
+    lb, ob = lb.clone(), ob.clone()
+    lb[:, ::2], ob[:, ::2] = float("-inf"), 0.0
+    oa, la = parts[0]
+    add("queries 0, 2, 4 with no key in part B (lse_b = -inf there)", [(oa, la), (ob, lb)],
+        (torch.where(torch.isinf(lb)[..., None], oa, want[0]), torch.where(torch.isinf(lb), la, want[1])))
+    # A chain of three parts, merged two at a time: the second merge is handed the reference's merge of the first
+    # two (one slip, one loss), as a student's loop would hand it the first merge's result.
+    n = [int(p.rng.integers(1, 6)) for _ in range(3)]
+    Tq = int(p.rng.integers(1, 8))
+    q, k, v = p.randn(2, Tq, 4), p.randn(2, sum(n), 4), p.randn(2, sum(n), 3)
+    first_two = part(q, k[:, :n[0] + n[1]], v[:, :n[0] + n[1]])
+    add(f"the first two parts of a chain of {n} keys", [part(q, k[:, :n[0]], v[:, :n[0]]),
+                                                        part(q, k[:, n[0]:n[0] + n[1]], v[:, n[0]:n[0] + n[1]])],
+        first_two)
+    add(f"the third part of a chain of {n} keys, merged into the first two", [first_two,
+                                                                            part(q, k[:, n[0] + n[1]:],
+                                                                                 v[:, n[0] + n[1]:])],
+        part(q, k, v))
 
     def judge(r):
-        def right(h, xs, what):
-            if r.raised(h) is not None:
-                return False
-            got = r.value(h, what)
-            return _is_array(got) and same(as_tensor(got, what), torch.softmax(xs, dim=-1), 1e-5)
-
-        whole = right(h_whole, x, "online_softmax(x, block_size=16)")
-        first8 = right(h_first8, x[:, :8], "online_softmax(x[:, :8])")
-        for label, xs, dim, h in calls:
-            what = f"online_softmax on {label}"
-            got = expect_tensor(r, h, what, xs.shape, xs.dtype)
-            expect(torch.equal(as_tensor(r.after(h, 0), what), xs),
-                   f"{what} changed its input x. x.movedim(...) and x[..., a:b] are views of x: compute new tensors "
-                   "(xs - m) instead of changing them in place (xs -= m, .exp_(), ...).")
-            tol = SOFTMAX_TOL[xs.dtype]
-            cause = softmax_cause(got, xs, dim, label, whole, first8)
-            close_torch(got, torch.softmax(xs, dim=dim), **tol, what="online_softmax", on=label,
-                        cause=f"(Compared with torch.softmax, atol={tol['atol']:g}, rtol={tol['rtol']:g}.) "
-                              f"{cause}".rstrip())
-        for what, most, h in op_cases:
-            _, ops = recorded(r, h, what)
-            for name, inputs, _, _ in ops:
-                expect("softmax" not in str(name),
-                       f"online_softmax calls {name}: the task is to compute the softmax yourself, block by block.")
-                if name in REDUCTIONS:
-                    widest = max(inputs, key=math.prod, default=[])
-                    expect(math.prod(widest) <= most,
-                           f"{what} called {name} on a tensor of shape {tuple(widest)}, more than a block of each "
-                           "row at once. Read x one block at a time, in a loop, and keep only the running maximum "
-                           "and the running sum between blocks.")
+        for label, parts, (want_out, want_lse), h in calls:
+            what = f"merge_partials on {label}"
+            value = returned(r, h, what)
+            expect(isinstance(value, (tuple, list)) and len(value) == 2,
+                   f"{what} should return the pair (out, lse); it returned {type(value).__name__}.")
+            got_out, got_lse = (as_tensor(x, what) if _is_array(x) else None for x in value)
+            expect(got_out is not None and got_lse is not None, f"{what} should return two tensors (out, lse).")
+            expect(tuple(got_out.shape) == tuple(want_out.shape),
+                   f"The output of {what} should have shape {tuple(want_out.shape)}; it has {tuple(got_out.shape)}.")
+            expect(tuple(got_lse.shape) == tuple(want_lse.shape),
+                   f"The lse of {what} should have shape {tuple(want_lse.shape)}, one number per query; it has "
+                   f"{tuple(got_lse.shape)}.")
+            expect(got_out.dtype == want_out.dtype, f"{what} should keep the dtype {want_out.dtype}.")
+            given = [x for pr in parts for x in pr]
+            for i in range(4):
+                expect(torch.equal(as_tensor(r.after(h, i), what), given[i]),
+                       f"{what} changed its inputs: compute new tensors instead of changing them in place.")
+            tol = merge_tol(want_out.dtype, *[pr[1] for pr in parts])
+            cause = "" if same(got_out, want_out, tol) and same_lse(got_lse, want_lse, tol) else \
+                merge_cause(got_out, got_lse, parts, want_out, want_lse, tol)
+            note = f"(Compared with attention over all the keys at once, atol=rtol={tol:.2g}.)"
+            expect(torch.equal(torch.isinf(got_lse), torch.isinf(want_lse)),
+                   f"The lse of {what} should be -inf exactly where neither part has a key (and finite elsewhere); "
+                   f"it is not. {cause}".rstrip())
+            finite = torch.isfinite(want_lse)
+            close_torch(got_lse[finite], want_lse[finite], atol=tol, rtol=tol, what="merge_partials' lse", on=label,
+                        cause=f"{note} {cause}".rstrip())
+            close_torch(got_out, want_out, atol=tol, rtol=tol, what="merge_partials' output", on=label,
+                        cause=f"{note} {cause}".rstrip())
 
     return judge
 
 
-# --- tiled_attention --------------------------------------------------------------------------------------
+# --- padded_tiled_attention -------------------------------------------------------------------------------
 
-# (leading dimensions, Tq, Tk, d_k, d_v, block_size, dtype): the visible tests' shapes, then the hidden tests'.
-SHAPES = [
-    ((2,), 10, 7, 9, 5, 4, torch.float32), ((2, 3), 6, 6, 4, 2, 5, torch.float32), ((), 6, 6, 4, 2, 4, torch.float32),
-    ((2, 3), 17, 17, 8, 8, 5, torch.float32), ((1, 4), 33, 20, 16, 4, 8, torch.float32),
-    ((3,), 9, 31, 6, 10, 1, torch.float32), ((2, 2), 12, 12, 8, 8, 64, torch.float32),
-    ((), 19, 23, 7, 3, 6, torch.float32), ((2, 1), 8, 8, 4, 4, 8, torch.float32),
-    ((1, 2), 1, 13, 5, 5, 4, torch.float32), ((2, 3), 15, 11, 8, 5, 4, torch.float64),
-    ((), 21, 21, 6, 6, 3, torch.float64),
+
+def padded_reference(q, k, v, pad, causal=False):
+    """Attention that ignores the keys marked True in pad (B, Tk), in float64 over the whole matrix, in q's dtype; a
+    query with no key gets zeros (the notebook's padded_attention_reference)."""
+    allowed = ~pad[:, None, None, :]
+    if causal:
+        allowed = allowed & torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+    scores = torch.matmul(q.double(), k.double().mT) / math.sqrt(q.shape[-1])
+    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).nan_to_num(0.0)
+    return (weights @ v.double()).to(q.dtype)
+
+
+def padding(p, kind, B, Tk):
+    """A (B, Tk) padding mask of the given kind: "none", "right", "left", "mixed" (right, left, none, all and
+    scattered, by sequence) or "scattered"."""
+    pad = torch.zeros(B, Tk, dtype=torch.bool)
+    for b in range(B):
+        n = int(p.rng.integers(1, Tk + 1))
+        style = {"mixed": ["right", "left", "none", "all", "scattered"][b % 5]}.get(kind, kind)
+        if style == "right":
+            pad[b, Tk - n:] = True
+        elif style == "left":
+            pad[b, :n] = True
+        elif style == "all":
+            pad[b] = True
+        elif style == "scattered":
+            pad[b] = torch.from_numpy(p.rng.random(Tk) < 0.4)
+    return pad
+
+
+# (B, H, Tq, Tk, d_k, d_v, block_size, padding, dtype): the visible test's shapes, then others.
+PADDED_SHAPES = [
+    (4, 2, 7, 10, 9, 5, 4, "visible", torch.float32), (3, 2, 17, 17, 8, 8, 5, "mixed", torch.float32),
+    (2, 1, 33, 20, 16, 4, 8, "left", torch.float32), (5, 1, 9, 31, 6, 10, 1, "mixed", torch.float32),
+    (2, 2, 12, 12, 8, 8, 64, "right", torch.float32), (1, 1, 19, 23, 7, 3, 6, "scattered", torch.float32),
+    (2, 3, 8, 8, 4, 4, 8, "none", torch.float32), (5, 2, 1, 13, 5, 5, 4, "mixed", torch.float32),
+    (5, 2, 15, 11, 8, 5, 4, "mixed", torch.float64), (1, 1, 21, 21, 6, 6, 3, "left", torch.float64),
 ]
-CAUSAL_SHAPES = [
-    ((2,), 10, 10, 9, 5, 4, torch.float32),
-    ((2, 3), 17, 17, 8, 8, 5, torch.float32), ((1, 4), 33, 33, 16, 4, 8, torch.float32),
-    ((3,), 9, 9, 6, 10, 1, torch.float32), ((2, 2), 12, 12, 8, 8, 64, torch.float32),
-    ((), 23, 23, 7, 3, 6, torch.float32), ((2, 1), 16, 16, 4, 4, 4, torch.float32),
-    ((1, 2), 1, 1, 5, 5, 4, torch.float32), ((2, 3), 15, 15, 8, 5, 3, torch.float64),
-    ((), 21, 21, 6, 6, 7, torch.float64),
-    # shapes the checks asked besides
-    ((2, 3), 6, 6, 4, 2, 5, torch.float32), ((), 6, 6, 4, 2, 4, torch.float32), ((), 19, 19, 7, 3, 6, torch.float32),
-    ((2, 3), 15, 15, 8, 5, 4, torch.float64), ((), 21, 21, 6, 6, 3, torch.float64),
+CAUSAL_PADDED_SHAPES = [
+    (3, 2, 10, 10, 9, 5, 4, "visible", torch.float32), (5, 2, 17, 17, 8, 8, 5, "mixed", torch.float32),
+    (2, 1, 33, 33, 16, 4, 8, "left", torch.float32), (3, 1, 9, 9, 6, 10, 1, "left", torch.float32),
+    (2, 2, 12, 12, 8, 8, 64, "right", torch.float32), (1, 1, 23, 23, 7, 3, 6, "scattered", torch.float32),
+    (2, 1, 16, 16, 4, 4, 4, "none", torch.float32), (2, 2, 1, 1, 5, 5, 4, "none", torch.float32),
+    (5, 2, 15, 15, 8, 5, 3, "mixed", torch.float64), (1, 1, 21, 21, 6, 6, 7, "left", torch.float64),
 ]
 
 
-def fresh_shapes(p, square):
+def visible_padding(B, Tk, causal):
+    pad = torch.zeros(B, Tk, dtype=torch.bool)
+    if causal:
+        pad[1, :3], pad[2, 8:] = True, True
+    else:
+        pad[1, 7:], pad[2, :5], pad[3, :] = True, True, True
+    return pad
+
+
+def padded_cause(got, q, k, v, pad, block, causal, plain):
+    """The likely mistake behind a wrong result, from the visible tests' diagnoses. ``plain`` (causal only) is the
+    result without causal."""
+    tol = TOL[q.dtype]
+    has_key = padded_reference(q, k, v, pad, causal).abs().sum(dim=-1) > 0  # (B, H, Tq): queries with a key
+    if torch.isnan(got).any():
+        if torch.isnan(got[~has_key]).any():
+            return ("It is NaN for queries that have no key at all: their output should be zeros. Divide by the "
+                    "running sum only where it is not 0.")
+        return ("It contains NaN: after a tile of nothing but padding the running maximum is still -inf, and "
+                "exp(m - m_new) = exp(-inf + inf) is NaN. Measure from 0 while the maximum is -inf.")
+    if not torch.equal(got[~has_key], torch.zeros_like(got[~has_key])):
+        return "Queries that have no key at all (all padding) should return zeros."
+    if causal and plain is not None and not same(plain, padded_reference(q, k, v, pad), tol):
+        return "Without causal=True it is wrong on these inputs too: pass the test above first."
+    if same(got[has_key], padded_reference(q, k, v, torch.zeros_like(pad), causal)[has_key], tol) and pad.any():
+        return "It matches attention without the padding mask: set the scores of padding keys to -inf in every tile."
+    if causal and same(got, padded_reference(q, k, v, pad), tol):
+        return "It matches attention without the causal mask: query i may attend to keys j <= i only."
+    if causal:
+        reference = padded_reference(q, k, v, pad, causal)
+        wrong = [i for i in range(q.shape[-2]) if not same(got[..., i, :], reference[..., i, :], tol)]
+        if wrong and all(i >= block for i in wrong):
+            return ("The first block of queries is right and later ones are not: compare the positions in the whole "
+                    "sequence, i0 + row and j0 + column, not the positions inside the tile.")
+    return ("In the tile of keys j0 to j0 + bk - 1, mask with the columns j0 to j0 + bk - 1 of the padding mask, "
+            "broadcast over heads and queries (key_padding_mask[:, None, None, j0:j0 + bk]).")
+
+
+def fresh_padded(p, causal):
     shapes = []
-    for _ in range(2):
+    for kind in ("mixed", "left"):
         Tq = int(p.rng.integers(1, 40))
-        Tk = Tq if square else int(p.rng.integers(1, 40))
-        shapes.append(((int(p.rng.integers(1, 3)), int(p.rng.integers(1, 4))), Tq, Tk, int(p.rng.integers(1, 17)),
-                       int(p.rng.integers(1, 9)), int(p.rng.integers(1, 12)), torch.float32))
+        Tk = Tq if causal else int(p.rng.integers(1, 40))
+        shapes.append((int(p.rng.integers(1, 6)), int(p.rng.integers(1, 4)), Tq, Tk, int(p.rng.integers(1, 17)),
+                       int(p.rng.integers(1, 9)), int(p.rng.integers(1, 12)), kind, torch.float32))
     return shapes
 
 
-def tiled_cause(got, q, k, v, block, causal, one_block, plain):
-    """The likely mistake behind a wrong result of tiled_attention, from the visible tests' diagnoses. ``one_block``
-    is its result on the same inputs in a single block, ``plain`` (causal only) its result without causal."""
-    def attention(q_, k_, v_, causal_=causal):
-        return F.scaled_dot_product_attention(q_, k_, v_, is_causal=causal_)
-
-    d_k, Tq, Tk = q.shape[-1], q.shape[-2], k.shape[-2]
-    tol = TOL[q.dtype]
-    if torch.isnan(got).any():
-        if causal:
-            return ("It contains NaN: a query was left without any key. The tile on the diagonal holds each query's "
-                    "own key: compute it, with only the keys j > i masked, rather than skip it or mask it whole.")
-        return "It contains NaN: measure from 0 while the running maximum is still -inf."
-    if same(got, attention(q * math.sqrt(d_k), k, v), tol):
-        return f"It matches attention without the scale: divide the scores by sqrt(d_k) = {root(d_k)}."
-    if d_k > 1 and same(got, attention(q / math.sqrt(d_k), k, v), tol):
-        return f"It matches scores divided by d_k = {d_k}: divide by sqrt(d_k) instead."
-    if causal and plain is not None and not same(plain, attention(q, k, v, False), tol):
-        return "Without causal=True, tiled_attention is wrong on these inputs too: pass the test above first."
-    if causal and same(got, attention(q, k, v, False), tol):
-        return "It matches attention without a mask: with causal=True, query i may attend to keys j <= i only."
-    if not causal and Tk % block and Tk > block and same(got, attention(q, k[..., :Tk - Tk % block, :],
-                                                                         v[..., :Tk - Tk % block, :]), tol):
-        return (f"It matches attention over the first {Tk - Tk % block} keys only: the last block of keys, "
-                f"{Tk % block} long, is left out. Loop over range(0, Tk, block_size); k[..., j0:j0 + block_size, :] "
-                "stops at the last key by itself.")
-    if causal:
-        reference = attention(q, k, v)
-        wrong = [i for i in range(Tq) if not same(got[..., i, :], reference[..., i, :], tol)]
-        if wrong and all(i >= block for i in wrong):
-            return ("The first block of queries is right and later ones are not: compare the positions in the whole "
-                    "sequence, i0 + row and j0 + column, not the positions inside the tile, and mask only where j > i.")
-        if wrong and Tq - 1 not in wrong:
-            return ("The last query, which may see every key, is right, and earlier queries are not: they must not "
-                    "see later keys. Skip the blocks of keys after the block of queries, and mask j > i in the tile "
-                    "on the diagonal.")
-    if one_block is not None and same(one_block, attention(q, k, v), tol) and max(Tq, Tk) > block:
-        return ("In a single block it is right, so the blocks are combined wrongly: each new maximum must rescale the "
-                "running output and the running sum by c = exp(m - m_new), and every block's terms be added to them.")
-    return ""
-
-
-def attention_check(p, shapes, causal):
+def padded_check(p, shapes, causal):
     calls = []
-    for lead, Tq, Tk, dk, dv, block, dtype in shapes:
-        q, k, v = attention_inputs(p, lead, Tq, Tk, dk, dv, dtype)
-        label = (f"q of shape {lead + (Tq, dk)}, k {lead + (Tk, dk)}, v {lead + (Tk, dv)}, {dtype}, "
-                 f"block_size={block}" + (", causal=True" if causal else ""))
+    for B, H, Tq, Tk, dk, dv, block, kind, dtype in shapes:
+        q, k, v = attention_inputs(p, (B, H), Tq, Tk, dk, dv, dtype)
+        pad = visible_padding(B, Tk, causal) if kind == "visible" else padding(p, kind, B, Tk)
+        label = (f"q of shape {(B, H, Tq, dk)}, k {(B, H, Tk, dk)}, v {(B, H, Tk, dv)}, {dtype}, "
+                 f"{'the visible test' if kind == 'visible' else kind} padding, block_size={block}"
+                 + (", causal=True" if causal else ""))
         kwargs = {"causal": True} if causal else {}
-        h = p.call("tiled_attention", q, k, v, block, **kwargs)
-        h_one = p.call("tiled_attention", q, k, v, max(Tq, Tk, 1), **kwargs)  # a single block: for the diagnosis
-        h_plain = p.call("tiled_attention", q, k, v, block) if causal else None
-        calls.append((label, q, k, v, block, h, h_one, h_plain))
+        h = p.call("padded_tiled_attention", q, k, v, pad, block, **kwargs)
+        h_plain = p.call("padded_tiled_attention", q, k, v, pad, block) if causal else None
+        calls.append((label, q, k, v, pad, block, h, h_plain))
 
     def judge(r):
-        def result(h, what):
-            if h is None or r.raised(h) is not None:
-                return None
-            got = r.value(h, what)
-            return as_tensor(got, what) if _is_array(got) else None
-
-        for label, q, k, v, block, h, h_one, h_plain in calls:
-            what = f"tiled_attention on {label}"
-            hint = ("Loop over range(0, Tq, block_size): q[..., i0:i0 + block_size, :] stops at the last query by "
-                    "itself, and index the last two axes so that any leading axes pass through.")
-            got = expect_tensor(r, h, what, q.shape[:-1] + v.shape[-1:], q.dtype, hint)
+        for label, q, k, v, pad, block, h, h_plain in calls:
+            what = f"padded_tiled_attention on {label}"
+            got = expect_tensor(r, h, what, q.shape[:-1] + v.shape[-1:], q.dtype,
+                                "Loop over range(0, Tq, block_size) and join the blocks along dimension -2.")
             tol = TOL[q.dtype]
-            reference = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-            if not same(got, reference, tol):
-                cause = tiled_cause(got, q, k, v, block, causal, result(h_one, what), result(h_plain, what))
-            else:
-                cause = ""
-            close_torch(got, reference, atol=tol, rtol=tol, what="tiled_attention", on=label,
-                        cause=f"(Compared with F.scaled_dot_product_attention"
-                              f"{'(..., is_causal=True)' if causal else ''}, atol=rtol={tol:g}.) {cause}".rstrip())
+            reference = padded_reference(q, k, v, pad, causal)
+            plain = None
+            if h_plain is not None and r.raised(h_plain) is None and _is_array(r.value(h_plain, what)):
+                plain = as_tensor(r.value(h_plain, what), what)
+            cause = "" if same(got, reference, tol) else padded_cause(got, q, k, v, pad, block, causal, plain)
+            close_torch(got, reference, atol=tol, rtol=tol, what="padded_tiled_attention", on=label,
+                        cause=f"(Compared with padded_attention_reference{'(..., causal=True)' if causal else ''}, "
+                              f"atol=rtol={tol:g}.) {cause}".rstrip())
 
     return judge
 
 
-def test_tiled_attention(p):
-    return attention_check(p, SHAPES + fresh_shapes(p, square=False), causal=False)
+def test_padded_tiled_attention(p):
+    return padded_check(p, PADDED_SHAPES + fresh_padded(p, causal=False), causal=False)
 
 
-def test_tiled_attention_causal(p):
-    return attention_check(p, CAUSAL_SHAPES + fresh_shapes(p, square=True), causal=True)
+def test_padded_tiled_attention_causal(p):
+    return padded_check(p, CAUSAL_PADDED_SHAPES + fresh_padded(p, causal=True), causal=True)
 
 
 def score_sized(ops, Tq, Tk, width):
@@ -349,40 +390,38 @@ def score_sized(ops, Tq, Tk, width):
     return None
 
 
-def test_tiled_attention_memory(p):
+def test_padded_tiled_attention_memory(p):
     cases = []
-    for lead, Tq, Tk, dk, dv, block, causal, dtype in [
-        ((2,), 48, 48, 8, 4, 8, False, torch.float32), ((2,), 48, 48, 8, 4, 8, True, torch.float32),  # visible
-        ((2, 3), 64, 64, 8, 8, 16, False, torch.float32), ((2, 3), 64, 64, 8, 8, 16, True, torch.float32),
-        ((1, 2), 40, 96, 4, 6, 8, False, torch.float32), ((), 50, 50, 4, 4, 7, True, torch.float64),
-        ((3,), 33, 33, 16, 2, 5, True, torch.float32), ((1, 1), 4096, 4096, 16, 16, 512, False, torch.float32),
-        ((1, 1), 4096, 4096, 16, 16, 512, True, torch.float32),
+    for B, H, Tq, Tk, dk, dv, block, causal, dtype in [
+        (2, 2, 48, 48, 8, 4, 8, False, torch.float32), (2, 2, 48, 48, 8, 4, 8, True, torch.float32),  # visible
+        (2, 3, 64, 64, 8, 8, 16, False, torch.float32), (2, 3, 64, 64, 8, 8, 16, True, torch.float32),
+        (1, 2, 40, 96, 4, 6, 8, False, torch.float32), (1, 1, 50, 50, 4, 4, 7, True, torch.float64),
+        (3, 1, 33, 33, 16, 2, 5, True, torch.float32), (1, 1, 2048, 2048, 16, 16, 256, False, torch.float32),
+        (1, 1, 2048, 2048, 16, 16, 256, True, torch.float32),
     ]:
-        q, k, v = attention_inputs(p, lead, Tq, Tk, dk, dv, dtype)
+        q, k, v = attention_inputs(p, (B, H), Tq, Tk, dk, dv, dtype)
+        pad = torch.zeros(B, Tk, dtype=torch.bool)
+        pad[-1, Tk - int(p.rng.integers(1, Tk // 2)):] = True  # the last sequence: right padding
         u = torch.linspace(-1.0, 2.0, dv, dtype=dtype)
         same_values = u.expand(v.shape).contiguous()  # every value is u: so is every weighted average of them
-        label = (f"q of shape {lead + (Tq, dk)}, k {lead + (Tk, dk)}, v {lead + (Tk, dv)}, {dtype}, "
+        label = (f"q of shape {(B, H, Tq, dk)}, k {(B, H, Tk, dk)}, v {(B, H, Tk, dv)}, {dtype}, right padding, "
                  f"block_size={block}, causal={causal}")
-        cases.append((label, q, k, u, block, causal, TOL[dtype], 1e-5,
-                      p.call("recorded_ops", "tiled_attention", q, k, same_values, block, causal)))
-    T = long_sequence_length(p.limits.memory_bytes)
-    q_long, k_long, v_long = attention_inputs(p, (), T, T, 2, 2, torch.float64)
-    u_long = torch.linspace(-1.0, 2.0, 2, dtype=torch.float64)
-    # Causal: a tiling that skips the tiles after the diagonal does half the work, and the whole matrix is as large.
-    long_label = (f"a sequence of {T} tokens, float64, block_size=1000, causal=True, whose (T, T) scores need "
-                  f"{T * T * 8 / 2**30:.2f} GiB, more than the memory of the process")
-    h_long = p.call("tiled_attention", q_long, k_long, u_long.expand(v_long.shape).contiguous(), 1000, causal=True)
-
-    def check_u(got, u, tol, rtol, what):
-        close_torch(got, u.expand(got.shape), atol=tol, rtol=rtol, what=what,
-                    on="values that are all the same vector u",
-                    cause="When every value is the same vector u, every output should be u, because the weights of a "
-                          "query sum to 1: divide the running output by the running sum at the end, and rescale both "
-                          "by c = exp(m - m_new) whenever the maximum grows.")
+        cases.append((label, q, k, u, pad, block, causal, TOL[dtype],
+                      p.call("recorded_ops", "padded_tiled_attention", q, k, same_values, pad, block, causal)))
+    long_case = None
+    if not p.in_kernel:  # seconds of work; outside the kernel the student's code cannot reach the memory limit
+        T = long_sequence_length(p.limits.memory_bytes)
+        q_long, k_long, v_long = attention_inputs(p, (1, 1), T, T, 2, 2, torch.float64)
+        pad_long = torch.zeros(1, T, dtype=torch.bool)
+        pad_long[0, T - 300:] = True
+        long_label = (f"a sequence of {T} tokens, float64, block_size=1000, causal=True, whose (T, T) scores need "
+                      f"{T * T * 8 / 2**30:.2f} GiB, more than the memory of the process")
+        long_case = (long_label, q_long.shape[:-1] + v_long.shape[-1:],
+                     p.call("padded_tiled_attention", q_long, k_long, v_long, pad_long, 1000, causal=True))
 
     def judge(r):
-        for label, q, k, u, block, causal, tol, rtol, h in cases:
-            what = f"tiled_attention(q, k, v, block_size={block}, causal={causal}) with {label}"
+        for label, q, k, u, pad, block, causal, tol, h in cases:
+            what = f"padded_tiled_attention(q, k, v, pad, block_size={block}, causal={causal}) with {label}"
             got, ops = recorded(r, h, what)
             built_in = [name for name, *_ in ops if any(word in str(name) for word in BUILT_IN_ATTENTION)]
             expect(not built_in, f"{what} calls {built_in[0] if built_in else ''}: compute the tiles yourself; "
@@ -392,280 +431,111 @@ def test_tiled_attention_memory(p):
             maker, made = largest or ("", ())
             expect(largest is None,
                    f"{what} made a tensor of shape {made} (with {maker}), which holds {Tq} × {Tk} numbers or more "
-                   f"per head: as many as the whole score matrix. Compute the scores one tile (at most block_size × "
-                   f"block_size) at a time"
-                   f"{', and mask the tile on the diagonal alone' if causal else ''}.")
+                   "per head: as many as the whole score matrix. Compute the scores, and mask them, one tile (at "
+                   "most block_size × block_size) at a time.")
             expect(_is_array(got), f"{what} should return a torch.Tensor, but it does not.")
             got = as_tensor(got, what)
             shape = q.shape[:-1] + u.shape
             expect(tuple(got.shape) == tuple(shape),
                    f"{what} should have shape {tuple(shape)}, but it has shape {tuple(got.shape)}.")
-            check_u(got, u, tol, rtol, f"tiled_attention with {label}")
-        error = r.raised(h_long)
-        expect(error is None or not error.is_a("MemoryError"),
-               f"tiled_attention on {long_label} ran out of memory (MemoryError): it made a tensor as large as the "
-               "whole score matrix. Compute the scores one tile (at most block_size × block_size) at a time, skip the "
-               "tiles after the diagonal, and mask the tile on the diagonal alone.")
-        got = expect_tensor(r, h_long, f"tiled_attention on {long_label}", q_long.shape[:-1] + u_long.shape,
-                            q_long.dtype)
-        check_u(got, u_long, 1e-8, 0, f"tiled_attention on {long_label}")
+            if not causal:  # the values of causal attention are the causal cell's: one slip, one loss
+                close_torch(got, u.expand(got.shape), atol=tol, rtol=1e-5, what=f"padded_tiled_attention with {label}",
+                            on="values that are all the same vector u",
+                            cause="When every value is the same vector u, every output should be u, because the "
+                                  "weights of a query sum to 1: divide the running output by the running sum at the "
+                                  "end, and rescale both by exp(m - m_new) whenever the maximum grows.")
+        if long_case is not None:
+            long_label, shape, h_long = long_case
+            error = r.raised(h_long)
+            expect(error is None or not error.is_a("MemoryError"),
+                   f"padded_tiled_attention on {long_label} ran out of memory (MemoryError): it made a tensor as "
+                   "large as the whole score matrix. Compute the scores one tile (at most block_size × block_size) "
+                   "at a time, skip the tiles after the diagonal, and mask the tile on the diagonal alone.")
+            expect_tensor(r, h_long, f"padded_tiled_attention on {long_label}", shape, torch.float64)
 
     return judge
 
 
-# --- KVCache and decode_step ------------------------------------------------------------------------------
+# --- RollingKVCache ---------------------------------------------------------------------------------------
 
 
-def kv_causes(parts):
-    """{shape: likely cause} for the shapes the usual mistakes give after appending ``parts`` (the visible test's)."""
-    causes = {}
-    if len(parts) > 1:
-        for dim, text in [(0, " They are concatenated along dimension 0, the batch: the token axis is -2."),
-                          (-1, " They are concatenated along the last dimension, the features: the token axis is -2.")]:
-            try:
-                causes[tuple(torch.cat(parts, dim=dim).shape)] = text
-            except RuntimeError:  # chunks of other lengths cannot be concatenated there
-                pass
-        if parts[-1].shape[-2] != sum(part.shape[-2] for part in parts):
-            causes.setdefault(tuple(parts[-1].shape), " They are the new positions only: return everything the cache "
-                                                      "holds.")
-    return causes
-
-
-def test_kv_cache(p):
+def test_rolling_kv_cache(p):
     cases = []
-    for lead, dk, dv, lengths, dtype in [((2,), 4, 5, [3, 3], torch.float32), ((1, 3), 4, 6, [5, 1], torch.float32),
-                                         ((2, 4), 8, 6, [3, 1, 1, 1], torch.float32),
-                                         ((1, 2), 4, 4, [1, 1, 1], torch.float64),
-                                         ((3,), 5, 2, [7, 2, 1], torch.float32),
-                                         ((2, 1), 16, 3, [4], torch.float32),
-                                         ((2, 2), 3, 3, [int(n) for n in p.rng.integers(1, 6, size=3)], torch.float32)]:
+    for lead, dk, dv, window, lengths, dtype in [
+        ((2, 3), 5, 2, 4, [3, 1, 1, 2, 6, 1], torch.float32),  # the visible test's
+        ((2, 3), 4, 4, 1, [1, 1, 3, 1], torch.float32), ((1, 2), 8, 6, 5, [5, 1, 4, 5, 1], torch.float32),
+        ((2,), 4, 3, 3, [2, 2, 2, 2, 2], torch.float32), ((1, 4), 6, 2, 7, [1] * 9, torch.float64),
+        ((3,), 4, 5, 6, [13, 1, 2], torch.float32), ((2, 2), 3, 3, 8, [3, 2], torch.float32),
+        ((2, 1), 4, 4, int(p.rng.integers(1, 7)), [int(n) for n in p.rng.integers(1, 9, size=4)], torch.float32),
+    ]:
         chunks = [(p.randn(*lead, t, dk, dtype=dtype), p.randn(*lead, t, dv, dtype=dtype)) for t in lengths]
-        label = f"chunks of {lengths} positions of shape {lead + ('t', dk)}, {dtype}"
-        cases.append((label, lead, chunks, p.call("cache_history", Nested("KVCache"), chunks)))
+        label = f"RollingKVCache({window}) with chunks of {lengths} positions of shape {lead + ('t', dk)}, {dtype}"
+        cases.append((label, window, chunks, p.call("rolling_history", Nested("RollingKVCache", window), chunks)))
 
     def judge(r):
-        for n_case, (label, lead, chunks, h) in enumerate(cases):
+        for n_case, (label, window, chunks, h) in enumerate(cases):
             error = r.raised(h)
-            expect(error is None or n_case == 0,
-                   f"A new KVCache filled with {label}, after other caches were filled, raised "
-                   f"{error.type if error else ''}: {error.message[:200] if error else ''}. If it holds what another "
-                   "cache appended, the caches share their state: set self.keys and self.values in __init__, "
-                   "rather than as class attributes.")
-            history = returned(r, h, f"A KVCache filled with {label}")
-            expect(isinstance(history, list) and len(history) == len(chunks) + 1,
-                   f"A KVCache filled with {label} left no history: run the helper cell unchanged.")
-            expect(isinstance(history[0], tuple) and history[0][:2] == (None, None),
-                   f"A new KVCache should hold nothing yet, keys and values None (before {label}). If another "
-                   "cache was filled before it, the caches share their state: set self.keys and self.values in "
-                   "__init__, rather than as class attributes.")
-            expect(history[0][2] == 0, f"A new KVCache should have length 0 (before {label}); it has {history[0][2]}.")
+            expect(error is None, f"{label}: the cache raised {error.type if error else ''}: "
+                                  f"{error.message[:200] if error else ''}")
+            history = returned(r, h, label)
+            expect(isinstance(history, list) and len(history) >= 1,
+                   f"{label} left no history: run the helper cell unchanged.")
+            expect(history[0] == 0, f"A new RollingKVCache({window}) should have length 0; it has {history[0]}.")
             for n, state in enumerate(history[1:], 1):
                 where = f"after {n} append(s) of {label}"
-                expect(isinstance(state, tuple) and len(state) == 4, f"The KVCache {where} is in a malformed state.")
-                given, keys, values, length = state
-                expect(isinstance(given, tuple) and len(given) == 2,
-                       f"cache.append(k, v) should return the pair (cache.keys, cache.values); it did not {where}.")
-                want_k = torch.cat([c[0] for c in chunks[:n]], dim=-2)
-                want_v = torch.cat([c[1] for c in chunks[:n]], dim=-2)
-                for name, got, want in [("keys", keys, want_k), ("values", values, want_v),
-                                        ("returned keys", given[0], want_k), ("returned values", given[1], want_v)]:
-                    expect(_is_array(got), f"The {name} {where} should be a torch.Tensor; they are not.")
+                if isinstance(state, tuple) and len(state) == 2 and all(isinstance(x, str) for x in state):
+                    kind, message = state
+                    hint = (" torch.cat and writes into the buffer need the positions on dimension -2, and every other "
+                            "dimension equal: is a dimension other than -2 joined or indexed?"
+                            if kind == "RuntimeError" else "")
+                    expect(False, f"cache.append raised {kind} at append {n} of {label} (a chunk of "
+                                  f"{chunks[n - 1][0].shape[-2]} positions): {message}.{hint}")
+                expect(isinstance(state, tuple) and len(state) == 5, f"The cache {where} is in a malformed state.")
+                keys, values, length, k_buf, v_buf = state
+                all_k = torch.cat([c[0] for c in chunks[:n]], dim=-2)
+                all_v = torch.cat([c[1] for c in chunks[:n]], dim=-2)
+                T = all_k.shape[-2]
+                held = min(T, window)
+                for name, got, every in [("keys", keys, all_k), ("values", values, all_v)]:
+                    expect(_is_array(got), f"The {name} append returned {where} should be a torch.Tensor; they are "
+                                           "not. append returns the pair (keys, values).")
                     got = as_tensor(got, f"the {name} {where}")
-                    causes = kv_causes([c[0 if "keys" in name else 1] for c in chunks[:n]])
-                    expect(got.shape == want.shape,
-                           f"The {name} {where} should have shape {tuple(want.shape)}; they have "
-                           f"{tuple(got.shape)}.{causes.get(tuple(got.shape), '')}")
-                    expect(got.dtype == want.dtype and torch.equal(got, want),
-                           f"The {name} {where} should be the appended chunks, in order, along dimension -2; "
-                           "they are not.")
-                if length != want_k.shape[-2]:
-                    counted = {n: "the number of appends", want_k.shape[0]: "the batch size (dimension 0)",
-                               want_k.shape[-1]: "the width d_k (the last dimension)"}
-                    if want_k.dim() > 3:
-                        counted.setdefault(want_k.shape[1], "the number of heads (dimension 1)")
-                    counted.pop(want_k.shape[-2], None)
-                    expect(False, f"len(cache) should be {want_k.shape[-2]} {where}; it is {length}."
-                           + (f" That is {counted[length]}: count positions, the size of dimension -2."
-                              if length in counted else ""))
-
-    return judge
-
-
-def decode_cause(got, Q, K, V):
-    """The likely mistake behind decode_step's outputs ``got`` over a whole sequence (the visible test's)."""
-    tol = TOL[Q.dtype]
-    if same(got, V, tol):
-        return ("Every step's output is its own value v: the query attended to the newest token only. Attend to "
-                "every cached key, what cache.append(k, v) returns.")
-    if same(got, V[..., :1, :].expand(V.shape), tol):
-        return ("Every step's output is the first token's value: the query saw key 0 only, as is_causal=True does "
-                "for a single query. No mask is needed: every cached key is in the past.")
-    if same(got, V.cumsum(dim=-2), tol):
-        return ("Every step's output is the sum of the values so far: every weight is 1, as a softmax over the single "
-                "query (dim=-2) makes them. Take the softmax over the keys, the last dimension.")
-    d_k = Q.shape[-1]
-    if same(got, F.scaled_dot_product_attention(Q * math.sqrt(d_k), K, V, is_causal=True), tol):
-        return f"It matches attention without the scale: divide the scores by sqrt(d_k) = {root(d_k)}."
-    return ""
-
-
-def test_decode_step(p):
-    cases, sequences = [], []
-    for lead, T, prompt, dk, dv, dtype in [((2,), 6, 0, 9, 5, torch.float32), ((2, 4), 7, 0, 8, 6, torch.float32),
-                                           ((1, 2), 9, 4, 16, 4, torch.float32), ((3,), 5, 2, 4, 4, torch.float64),
-                                           ((2, 3), 6, 0, 6, 2, torch.float64)]:
-        Q, K, V = attention_inputs(p, lead, T, T, dk, dv, dtype)
-        reference = F.scaled_dot_product_attention(Q, K, V, is_causal=True)
-        label = f"a sequence of {T} tokens of shape {lead + ('T', dk)}, {dtype}, after a prompt of {prompt}"
-        # One cache for the whole sequence, one decode_step per token after the prompt.
-        cache = Nested("BufferCache", T, K[..., :prompt, :], V[..., :prompt, :]) if prompt else Nested("BufferCache", T)
-        sequences.append((label, Q, K, V, prompt, p.call("decode_steps", Q, K, V, cache, prompt)))
-        for t in range(prompt, T):  # and each step alone, on a cache that holds the positions before it
-            cache = Nested("BufferCache", T, K[..., :t, :], V[..., :t, :]) if t else Nested("BufferCache", T)
-            step = p.call("decode_step", Q[..., t:t + 1, :], K[..., t:t + 1, :], V[..., t:t + 1, :], cache)
-            cases.append((f"step {t} of {label}, alone on a cache of the {t} positions before it",
-                          reference[..., t:t + 1, :], step))
-
-    def judge(r):
-        for label, Q, K, V, prompt, h in sequences:
-            value = returned(r, h, f"decode_step over {label}")
-            expect(isinstance(value, tuple) and len(value) == 2,
-                   f"decode_step over {label}: the helper decode_steps did not answer; run the helper cell unchanged.")
-            steps, appended = value
-            T = Q.shape[-2]
-            expect(appended == [1] * (T - prompt),
-                   f"decode_step should append its k and v, one position, to the cache at every step; over {label} "
-                   f"the cache saw appends of {appended} positions.")
-            outputs = []
-            for t, step in zip(range(prompt, T), steps):
-                what = f"decode_step's output at step {t} of {label}"
-                expect(_is_array(step), f"{what} should be a torch.Tensor; it is not.")
-                step = as_tensor(step, what)
-                shape = Q.shape[:-2] + (1, V.shape[-1])
-                expect(step.shape == shape, f"{what} should have shape {tuple(shape)}, but it has shape "
-                                            f"{tuple(step.shape)}.")
-                expect(step.dtype == Q.dtype, f"{what} should have the dtype of q, {Q.dtype}; it has {step.dtype}.")
-                outputs.append(step)
-            got = torch.cat(outputs, dim=-2)
-            tol = TOL[Q.dtype]
-            want = F.scaled_dot_product_attention(Q, K, V, is_causal=True)[..., prompt:, :]
-            cause = decode_cause(got, Q[..., prompt:, :], K[..., prompt:, :], V[..., prompt:, :]) if not prompt else ""
-            close_torch(got, want, atol=tol, rtol=tol, what="decode_step", on=f"every step of {label}",
-                        cause=f"(Compared with causal attention over the whole sequence, atol=rtol={tol:g}.) "
-                              f"{cause}".rstrip())
-        for label, want, h in cases:
-            what = f"decode_step at {label}"
-            got = expect_tensor(r, h, what, want.shape, want.dtype)
-            tol = TOL[want.dtype]
-            close_torch(got, want, atol=tol, rtol=tol, what="decode_step", on=label,
-                        cause=f"(Compared with causal attention over the whole sequence, atol=rtol={tol:g}.)")
-
-    return judge
-
-
-# --- grouped_query_attention ------------------------------------------------------------------------------
-
-
-def reference_gqa(q, k, v, causal, repeat="repeat_interleave", scale=None):
-    n = q.shape[1] // k.shape[1]
-    if repeat == "repeat_interleave":
-        k, v = k.repeat_interleave(n, dim=1), v.repeat_interleave(n, dim=1)
-    else:
-        k, v = k.repeat(1, n, 1, 1), v.repeat(1, n, 1, 1)
-    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
-
-
-def gqa_cause(got, q, k, v, causal):
-    H, G, d_k = q.shape[1], k.shape[1], q.shape[-1]
-    tol = TOL[q.dtype]
-    if 1 < G < H and same(got, reference_gqa(q, k, v, causal, repeat="repeat"), tol):
-        return (f"Your query heads use the key/value heads {', '.join(str(h % G) for h in range(H))}, as repeat(...) "
-                f"makes them: consecutive query heads share a head, "
-                f"{', '.join(str(h // (H // G)) for h in range(H))}, as repeat_interleave(H // G, dim=1) makes them.")
-    if same(got, reference_gqa(q, k, v, causal, scale=1.0), tol):
-        return f"It matches attention without the scale: divide the scores by sqrt(d_k) = {root(d_k)}."
-    if causal and same(got, reference_gqa(q, k, v, False), tol):
-        return "It ignores the mask: with causal=True, query i may attend to keys j <= i only."
-    return f"Query head h should attend with key/value head h // (H // G) = h // {H // G}."
-
-
-def test_grouped_query_attention(p):
-    shapes = [(1, 6, 2, 5, 9, 3, False, torch.float32), (1, 6, 2, 5, 9, 3, True, torch.float32),
-              (1, 6, 6, 5, 9, 3, False, torch.float32), (1, 6, 1, 5, 9, 3, False, torch.float32),
-              (2, 8, 2, 7, 8, 6, False, torch.float32), (2, 8, 2, 7, 8, 6, True, torch.float32),
-              (1, 4, 1, 6, 16, 4, False, torch.float32), (3, 6, 3, 5, 4, 4, True, torch.float32),
-              (2, 4, 4, 6, 8, 8, True, torch.float32), (1, 12, 4, 9, 6, 5, False, torch.float64),
-              (2, 6, 2, 4, 8, 3, True, torch.float64)]
-    G = int(p.rng.integers(1, 4))
-    shapes.append((2, G * int(p.rng.integers(1, 5)), G, int(p.rng.integers(1, 12)), 4, 4, bool(p.rng.integers(0, 2)),
-                   torch.float32))
-    calls = []
-    for B, H, G, T, dk, dv, causal, dtype in shapes:
-        q, k = p.randn(B, H, T, dk, dtype=dtype), p.randn(B, G, T, dk, dtype=dtype)
-        v = p.randn(B, G, T, dv, dtype=dtype)
-        label = f"H = {H}, G = {G}, q of shape {(B, H, T, dk)}, {dtype}, causal={causal}"
-        calls.append((label, q, k, v, causal,
-                      p.call("recorded_ops", "grouped_query_attention", q, k, v, causal=causal)))
-
-    def judge(r):
-        for label, q, k, v, causal, h in calls:
-            what = f"grouped_query_attention with {label}"
-            got, ops = recorded(r, h, what)
-            expect(not any("enable_gqa" in options for *_, options in ops),
-                   f"{what} passes enable_gqa=True to F.scaled_dot_product_attention: share the key/value heads "
-                   "yourself, then attend.")
-            expect(_is_array(got), f"{what} should return a torch.Tensor; it does not.")
-            got = as_tensor(got, what)
-            shape = q.shape[:-1] + v.shape[-1:]
-            expect(tuple(got.shape) == tuple(shape),
-                   f"{what} should have shape {tuple(shape)}, but it has shape {tuple(got.shape)}.")
-            expect(got.dtype == q.dtype, f"{what} should have the dtype of q, {q.dtype}; it has {got.dtype}.")
-            tol = TOL[q.dtype]
-            want = reference_gqa(q, k, v, causal)
-            close_torch(got, want, atol=tol, rtol=tol, what="grouped_query_attention", on=label,
-                        cause=f"(Compared with F.scaled_dot_product_attention(..., enable_gqa=True), "
-                              f"atol=rtol={tol:g}.) "
-                              + ("" if same(got, want, tol) else gqa_cause(got, q, k, v, causal)))
-
-    return judge
-
-
-def names_number(message, number):
-    """True if a message writes the number on its own, not as part of a longer number or name (the notebook's)."""
-    import re
-
-    return re.search(rf"(?<![\w.]){number}(?!\w|\.\d)", str(message)) is not None
-
-
-def test_grouped_query_attention_errors(p):
-    calls = []
-    for H, G, B, T, dk, dv in [(6, 4, 1, 3, 4, 4), (4, 3, 1, 3, 4, 4), (2, 4, 2, 4, 8, 5), (9, 6, 2, 4, 8, 5),
-                               (8, 3, 2, 4, 8, 5), (5, 2, 2, 4, 8, 5), (7, 14, 2, 4, 8, 5)]:
-        calls.append((H, G, p.call("grouped_query_attention", torch.zeros(B, H, T, dk), torch.zeros(B, G, T, dk),
-                                   torch.zeros(B, G, T, dv))))
-
-    def judge(r):
-        for H, G, h in calls:
-            what = f"{H} query heads and {G} key/value heads"
-            error = r.raised(h)
-            expect(error is not None, f"Expected a ValueError for {what}, but the call returned normally.")
-            expect(error.is_a("ValueError"), f"Expected a ValueError for {what}, but got {error.type}: "
-                                             f"{error.message[:200]}")
-            missing = [str(n) for n in (H, G) if not names_number(error.message, n)]
-            expect(not missing, f"The ValueError for {what} should name {' and '.join(missing)}; it says: "
-                                f"{error.message[:200]}")
+                    want = every[..., T - held:, :]
+                    expect(tuple(got.shape) == tuple(want.shape),
+                           f"The {name} append returned {where} should have shape {tuple(want.shape)}, the last "
+                           f"min({T}, {window}) positions; they have {tuple(got.shape)}.")
+                    if not torch.equal(got, want):
+                        order = torch.argsort(torch.arange(T - held, T) % window)
+                        cause = (" They are the right positions in the order of their slots: return them oldest first."
+                                 if torch.equal(got, want[..., order, :]) else
+                                 " They are the first positions: a full cache overwrites its oldest, slot p % window."
+                                 if T > window and torch.equal(got, every[..., :window, :]) else "")
+                        expect(False, f"The {name} append returned {where} should be the last {held} positions "
+                                      f"appended, oldest first; they are not.{cause}")
+                for name, buf, every, d in [("k_buf", k_buf, all_k, all_k.shape[-1]),
+                                            ("v_buf", v_buf, all_v, all_v.shape[-1])]:
+                    expect(_is_array(buf), f"cache.{name} {where} should be a torch.Tensor, the buffer of window "
+                                           "slots; it is not.")
+                    buf = as_tensor(buf, f"cache.{name} {where}")
+                    shape = every.shape[:-2] + (window, d)
+                    expect(tuple(buf.shape) == tuple(shape),
+                           f"cache.{name} {where} should have shape {tuple(shape)}: window slots along dimension "
+                           f"-2; it has {tuple(buf.shape)}.")
+                    slots = torch.arange(T - held, T) % window
+                    expect(buf.dtype == every.dtype and torch.equal(buf[..., slots, :], every[..., T - held:, :]),
+                           f"cache.{name} {where} should hold position p in slot p % window; it does not.")
+                expect(length == held, f"len(cache) {where} should be {held}, the positions it holds; it is {length}."
+                       + (" That counts every position appended: a full cache holds window positions."
+                          if length == T else ""))
+            expect(len(history) == len(chunks) + 1, f"{label}: not every append was recorded.")
 
     return judge
 
 
 CHECKS = {
-    "test_online_softmax": test_online_softmax,
-    "test_tiled_attention": test_tiled_attention,
-    "test_tiled_attention_causal": test_tiled_attention_causal,
-    "test_tiled_attention_memory": test_tiled_attention_memory,
-    "test_kv_cache": test_kv_cache,
-    "test_decode_step": test_decode_step,
-    "test_grouped_query_attention": test_grouped_query_attention,
-    "test_grouped_query_attention_errors": test_grouped_query_attention_errors,
+    "test_merge_partials": test_merge_partials,
+    "test_padded_tiled_attention": test_padded_tiled_attention,
+    "test_padded_tiled_attention_causal": test_padded_tiled_attention_causal,
+    "test_padded_tiled_attention_memory": test_padded_tiled_attention_memory,
+    "test_rolling_kv_cache": test_rolling_kv_cache,
 }

@@ -1,5 +1,0 @@
-# Grouped-query attention ignores causal=True.
-# caught by a visible test
-# %% patch: grouped_query_attention
--    if causal:
-+    if False:
