@@ -162,6 +162,7 @@ def telling_passages(source, width=3):
     hidden test repeats the visible one's set-up) is not telling.
     """
     public = public_lines(source)
+    shown = squash(public_code(source))  # what the student's notebook shows, however it is wrapped
     passages = []
     for kind, lines in protected_regions(source):
         if kind == "SOLUTION":
@@ -170,7 +171,9 @@ def telling_passages(source, width=3):
         for start in range(max(1, len(lines) - width + 1)):
             run = lines[start:start + width]
             if not all(gives_nothing_away(line, public) for line in run):
-                passages.append(" ".join(squash(line) for line in run))
+                passage = " ".join(squash(line) for line in run)
+                if passage not in shown:
+                    passages.append(passage)
     return passages
 
 
