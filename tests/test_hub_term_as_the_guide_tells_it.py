@@ -79,8 +79,9 @@ pytestmark = pytest.mark.hub
 
 ASSIGNMENT = "ex01_by_hand"
 STUDENT = "ada"
-#: Her one mistake, in the last task: a visible test fails with a message, the others pass.
-MISTAKE = checks_folder(ASSIGNMENT) / "wrong_implementations" / "gaps_of_scaled_scores.py"
+#: Her one mistake, in the last task: its visible tests pass, so "Run All" runs every cell (a visible failure
+#: stops it before ex01's last, ungraded cell), and its hidden tests fail with a message the feedback shows.
+MISTAKE = checks_folder(ASSIGNMENT) / "wrong_implementations" / "gaps_from_exponentials.py"
 COMMENT = "Clear and correct: well done. (Comment typed in the formgrader.)"
 REPORT = ROOT / "_build" / "hub-report.md"
 STEPS = {}
