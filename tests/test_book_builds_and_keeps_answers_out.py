@@ -17,7 +17,7 @@ import nbformat
 import pytest
 import yaml
 
-from tools.nbgrader_course import gives_nothing_away, protected_regions, public_lines
+from tools.nbgrader_course import gives_nothing_away, protected_regions, public_lines, public_text
 from tools.paths import BUILD_HTML, ROOT, SOLUTIONS, assignments
 
 
@@ -162,7 +162,7 @@ def telling_passages(source, width=3):
     hidden test repeats the visible one's set-up) is not telling.
     """
     public = public_lines(source)
-    shown = squash(public_code(source))  # what the student's notebook shows, however it is wrapped
+    shown = squash(public_text(source, cell_types=("code",)))  # what the student sees, however it is wrapped
     passages = []
     for kind, lines in protected_regions(source):
         if kind == "SOLUTION":
@@ -184,7 +184,7 @@ def telling_token_runs(source):
     public = public_lines(source)
     # What the student's own notebook shows gives nothing away either: a hidden
     # test repeats its visible test's set-up and messages, wrapped differently.
-    shown = SiteCode([(source, public_code(source))])
+    shown = SiteCode([(source, public_text(source, cell_types=("code",)))])
     runs = []
     for kind, lines in protected_regions(source):
         stretches = [lines] if kind == "SOLUTION" else [[]]
@@ -197,23 +197,6 @@ def telling_token_runs(source):
         for stretch in stretches:
             runs += [run for run in token_runs(code_tokens("\n".join(stretch))) if shown.shows(run) is None]
     return runs
-
-
-def public_code(source):
-    """The code of a source notebook outside its protected regions: what its students see."""
-    kept, inside = [], False
-    for cell in nbformat.read(source, as_version=4).cells:
-        if cell.cell_type != "code":
-            continue
-        for line in cell.source.splitlines():
-            if re.search(r"### BEGIN (SOLUTION|HIDDEN TESTS)", line):
-                inside = True
-            elif re.search(r"### END (SOLUTION|HIDDEN TESTS)", line):
-                inside = False
-            elif not inside:
-                kept.append(line)
-        kept.append("")
-    return "\n".join(kept)
 
 
 @pytest.mark.parametrize("assignment", assignments())

@@ -266,19 +266,28 @@ def protected_regions(source_notebook):
     return regions
 
 
-def public_lines(source_notebook) -> set:
-    """The stripped lines of the notebook outside its protected regions: what students see."""
-    public = set()
-    inside = False
+def public_text(source_notebook, cell_types=("code", "markdown", "raw")) -> str:
+    """The notebook's text outside its protected regions (of the cells of
+    ``cell_types``), one line per line, cells separated by a blank line: what
+    students see."""
+    kept, inside = [], False
     for cell in nbformat.read(source_notebook, as_version=4).cells:
+        if cell.cell_type not in cell_types:
+            continue
         for line in cell.source.splitlines():
             if re.search(r"### BEGIN (SOLUTION|HIDDEN TESTS)", line):
                 inside = True
             elif re.search(r"### END (SOLUTION|HIDDEN TESTS)", line):
                 inside = False
             elif not inside:
-                public.add(line.strip())
-    return public
+                kept.append(line)
+        kept.append("")
+    return "\n".join(kept)
+
+
+def public_lines(source_notebook) -> set:
+    """The stripped lines of the notebook outside its protected regions: what students see."""
+    return {line.strip() for line in public_text(source_notebook).splitlines()}
 
 
 def gives_nothing_away(line: str, public: set) -> bool:
