@@ -169,6 +169,10 @@ def test_no_honest_submission_is_flagged(graded, assignment):
     assert set(rows) == set(result.scores), result.out[-3000:]
     stricter = {student: row["reason"] for student, row in rows.items() if row["flagged"] != "no"}
     assert not stricter, f"verification is stricter than the hidden tests (VERIFY_SEED={seed}): {stricter}"
+    # Not flagged: no cell verified below nbgrader. Nor above: the checks ask what the visible tests ask too.
+    laxer = {student: (row["nbgrader_score"], row["verified_score"]) for student, row in rows.items()
+             if float(row["verified_score"]) > float(row["nbgrader_score"])}
+    assert not laxer, f"verification grants more than nbgrader (VERIFY_SEED={seed}): {laxer}"
     assert rows["solution"]["verified_score"] == rows["solution"]["max_score"], rows["solution"]
     assert rows["untouched-release"]["verified_score"] == "0", rows["untouched-release"]
 

@@ -74,6 +74,7 @@ def test_stable_log_softmax(p):
     h_x = p.call("stable_log_softmax", x, after=(0,))
     h_tiny = p.call("stable_log_softmax", torch.tensor([0.0, -200.0]))
     h_half = p.call("stable_log_softmax", torch.tensor([10.0, 11.0, 12.0], dtype=torch.float16), dim=0)
+    h_calls = p.call("ready_made_calls", "stable_log_softmax", x)   # the helper cell's, as the visible test asks
 
     randn = p.randn
     far_rows = torch.stack([randn(5) + 1000.0, randn(5) - 1000.0, randn(5)])
@@ -135,6 +136,11 @@ def test_stable_log_softmax(p):
             finite = ~infinite
             close_torch(got[finite], ref[finite], **TOL[x_.dtype], what="stable_log_softmax", on=name,
                         cause=log_softmax_cause(got, x_, dim))
+        called = r.value(h_calls, "ready_made_calls('stable_log_softmax', x)")
+        expect(isinstance(called, list) and all(isinstance(c, str) for c in called),
+               "The helper ready_made_calls did not answer with a list of names: run the helpers cell unchanged.")
+        expect(not called, f"stable_log_softmax calls torch's {called[0] if called else ''}. The task is to write it "
+                           "yourself, with torch.exp, a sum and torch.log.")
 
     return judge
 
