@@ -164,7 +164,8 @@ class GradedCourse:
         REPORT_DIR.mkdir(parents=True, exist_ok=True)
         (REPORT_DIR / "timing.txt").write_text("".join(
             line + "\n" for line in self.out.splitlines()
-            if line.startswith(("graded ", "worker seconds per phase", "largest worker", "verified "))))
+            if line.startswith(("graded ", "worker seconds per phase", "largest worker", "verified "))
+            or " submissions): kernel start" in line))
         if self.process.returncode != 0:
             raise RuntimeError(f"make grade failed (exit status {self.process.returncode}):\n"
                                f"{self.out[-4000:]}\n{stderr[-4000:]}")

@@ -438,6 +438,7 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
 
     failures = 0
     phases = {}  # seconds per phase, summed over submissions
+    by_assignment = {}  # assignment -> (submissions, seconds per phase summed over them)
     verdicts = {}
     started = time.monotonic()
     snapshot = staging / "gradebook.db"
@@ -473,8 +474,11 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
     def finished(assignment, student, private, result):
         nonlocal failures, peak
         peak = max(peak, result.get("peak_kib", 0))
+        count, own = by_assignment.setdefault(assignment, [0, {}])
+        by_assignment[assignment][0] = count + 1
         for name, seconds in result.get("phases", {}).items():
             phases[name] = phases.get(name, 0.0) + seconds
+            own[name] = own.get(name, 0.0) + seconds
         try:
             if result.get("ran") is not None:
                 verdicts[assignment, student] = verification.judge(
@@ -512,6 +516,10 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
           f"{layout.root / layout.feedback}; grades exported to {csv}", file=out, flush=True)
     print("worker seconds per phase, all submissions: "
           + "; ".join(f"{name} {seconds:.1f}" for name, seconds in phases.items()), file=out, flush=True)
+    if len(by_assignment) > 1:
+        for assignment, (count, own) in sorted(by_assignment.items()):
+            print(f"  {assignment} ({count} submissions): "
+                  + "; ".join(f"{name} {seconds:.1f}" for name, seconds in own.items()), file=out, flush=True)
     print(f"largest worker: {peak / 1024:.0f} MiB of memory", file=out, flush=True)
     run = verification
     if run is not None:
