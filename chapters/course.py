@@ -100,7 +100,14 @@ def setup(seed: int = 0) -> None:
     else:
         torch.manual_seed(seed)
         torch.set_num_threads(1)
-        torch.use_deterministic_algorithms(True)
+        # What torch.use_deterministic_algorithms(True) does to the operations a chapter runs. The public function
+        # also sets a flag of PyTorch's compiler, and in torch 2.13 importing the compiler's settings imports the
+        # compiler: 0.9 s at the start of every chapter, which never compiles anything.
+        switch = getattr(torch._C, "_set_deterministic_algorithms", None)
+        if switch is None:
+            torch.use_deterministic_algorithms(True)
+        else:
+            switch(True)
         torch.set_printoptions(precision=4, sci_mode=False, linewidth=100)
     matplotlib.rcParams.update(
         {

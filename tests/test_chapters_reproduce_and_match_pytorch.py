@@ -8,6 +8,8 @@ cannot see.
 
 import ast
 import re
+import subprocess
+import sys
 
 import nbformat
 import numpy as np
@@ -205,3 +207,19 @@ def test_chapter_uses_the_exercises_names_and_signatures(path):
                     f"{path.stem} defines {name}{signature}, but {assignment} has {name}{expected}: "
                     "one name, one signature"
                 )
+
+
+def test_setup_makes_pytorch_deterministic_without_importing_its_compiler():
+    """course.setup() switches PyTorch to deterministic algorithms (torch.empty filled, not garbage; an operation
+    without a deterministic version raises), on one thread, as torch.use_deterministic_algorithms(True) does; and
+    it leaves PyTorch's compiler unimported, which that function would import."""
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import course, torch; course.setup(); "
+        "assert torch.are_deterministic_algorithms_enabled() and not torch.is_deterministic_algorithms_warn_only_enabled(); "
+        "assert torch.get_num_threads() == 1; "
+        "assert torch.utils.deterministic.fill_uninitialized_memory and bool(torch.empty(4).isnan().all()); "
+        "assert 'torch._inductor.config' not in sys.modules and 'torch._dynamo' not in sys.modules, "
+        "sorted(m for m in sys.modules if m.startswith(('torch._inductor', 'torch._dynamo')))[:5]"
+    )
+    ran = subprocess.run([sys.executable, "-c", script, str(CHAPTERS)], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr[-2000:]

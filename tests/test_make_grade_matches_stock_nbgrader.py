@@ -148,3 +148,27 @@ def test_gradebook_holds_one_submission_per_student_and_assignment(course):
     with Gradebook(course["course"].db_url) as gb:
         pairs = [(s.assignment.name, s.student.id) for s in gb.db.query(SubmittedAssignment)]
     assert len(pairs) == len(set(pairs)) == len(course["course"].scores(ASSIGNMENT)) + 1  # + ex01_again
+
+
+def test_a_new_gradebook_gets_the_revision_nbgrader_would_give_it(tmp_path):
+    """The course's tools stamp a new gradebook with nbgrader's migration head read in
+    their own process (tools/nbgrader_course.py, alembic_head_in_process): the revision
+    nbgrader's own `alembic heads` subprocess gives, so that nbgrader's `db upgrade`
+    finds a gradebook it knows."""
+    from nbgrader.dbutil import _temp_alembic_ini
+
+    from tools.nbgrader_course import alembic_head
+    from tools.paths import BIN
+
+    with _temp_alembic_ini(f"sqlite:///{tmp_path / 'gradebook.db'}") as ini:
+        printed = subprocess.run([str(BIN / "alembic"), "-c", ini, "heads"], capture_output=True, text=True,
+                                 check=True).stdout
+    assert alembic_head() == printed.split("\n")[0].split(" ")[0]
+    course = Course(tmp_path / "course", [ASSIGNMENT])
+    course.generate(ASSIGNMENT)
+    import sqlite3
+
+    with sqlite3.connect(course.root / "gradebook.db") as db:
+        assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [(alembic_head(),)]
+    upgraded = course.nbgrader("db", "upgrade")
+    assert "Running upgrade" not in upgraded.stdout + upgraded.stderr

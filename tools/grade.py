@@ -159,6 +159,8 @@ class WorkerRun:
 
 # This worker's run, set by start_worker when the pool starts the process.
 _WORKER = WorkerRun()
+# The folder whose gradebooks this worker writes without waiting for the disk.
+_UNSYNCED = {}
 
 
 def start_worker(run: WorkerRun):
@@ -180,6 +182,11 @@ def grade_in_private_course(layout: Layout, assignment: str, student: str, snaps
     # run's shared template covers (tools/warm.py); if it is gone, this worker
     # starts its own, importing what the course needs.
     warm.set_kernel_roots([private.parent], base=private.parent)
+    if _UNSYNCED.get("folder") != private.parent:  # the private gradebooks of this run: copies, merged later
+        from .nbgrader_course import unsynced_gradebooks
+
+        unsynced_gradebooks(private.parent)
+        _UNSYNCED["folder"] = private.parent
     if not warm.kernel_template_running():
         warm.set_kernel_preload(list(_WORKER.preload))
     before = dict(PHASES)

@@ -29,21 +29,79 @@ def nbgrader_env():
     return env
 
 
-# `nbgrader ARGS` (the venv's Python imports the course's tools/, installed by `make venv`).
-NBGRADER = "import sys; sys.argv[0] = 'nbgrader'; from nbgrader.apps.nbgraderapp import main; sys.exit(main())"
+def alembic_head_in_process():
+    """Let nbgrader read its migrations' head revision in this process.
+
+    nbgrader 0.9.6 stamps every new gradebook with that revision, which
+    ``nbgrader.api.get_alembic_version`` gets by running ``alembic heads`` as a
+    subprocess: a fresh Python that imports nbgrader again, about 3 s for each
+    new gradebook (every throw-away course, every ``make release``). alembic's
+    own ScriptDirectory reads the same revision from the same migration scripts
+    in a fraction of a second; tests/test_make_grade_matches_stock_nbgrader.py
+    checks that both give the same."""
+    import nbgrader.api
+
+    nbgrader.api.get_alembic_version = alembic_head
 
 
-def generate_in_process(root, names, release_directory=None):
+def alembic_head() -> str:
+    """The head revision of nbgrader's gradebook migrations (what ``alembic heads`` prints first)."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+    from nbgrader.dbutil import _temp_alembic_ini
+
+    with _temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
+        heads = ScriptDirectory.from_config(Config(ini)).get_heads()
+    if len(heads) != 1:
+        raise RuntimeError(f"nbgrader's gradebook migrations have {len(heads)} heads, expected one: {heads}")
+    return heads[0]
+
+
+def unsynced_gradebooks(folder):
+    """SQLite databases under ``folder`` are written without waiting for the
+    disk (``PRAGMA synchronous=OFF``), in this process. Only for throw-away
+    gradebooks (a private copy in a grading worker, a temporary course): a crash
+    of the machine could lose their last writes, which are made again. nbgrader
+    commits every cell's grade on its own, and each commit waits for the disk
+    several times (3 to 20 ms each here)."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    prefix = os.path.join(os.path.realpath(folder), "")
+
+    @event.listens_for(Engine, "connect")
+    def _no_fsync(dbapi_connection, record):
+        try:
+            files = [row[2] for row in dbapi_connection.execute("PRAGMA database_list").fetchall()]
+        except Exception:  # noqa: BLE001 - not SQLite: nothing to do
+            return
+        if files and files[0] and os.path.realpath(files[0]).startswith(prefix):
+            dbapi_connection.execute("PRAGMA synchronous=OFF")
+
+
+# `nbgrader ARGS` in a throw-away course (the current folder): the venv's Python imports the course's tools/,
+# installed by `make venv`.
+NBGRADER = ("import os, sys; sys.argv[0] = 'nbgrader'; from tools.nbgrader_course import alembic_head_in_process, "
+            "unsynced_gradebooks; alembic_head_in_process(); unsynced_gradebooks(os.getcwd()); "
+            "from nbgrader.apps.nbgraderapp import main; sys.exit(main())")
+
+
+def generate_in_process(root, names, release_directory=None, throwaway=False):
     """``nbgrader generate_assignment NAME --force`` for each name, in this
     process: nbgrader and its gradebook start once, not once per assignment.
     ``root`` is a course folder; the releases go to its release folder, or to
-    ``release_directory``. Raises RuntimeError with nbgrader's log on failure."""
+    ``release_directory``. ``throwaway``: the course is temporary
+    (``unsynced_gradebooks``). Raises RuntimeError with nbgrader's log on failure."""
     import io
     import logging
 
     from nbgrader.converters import GenerateAssignment
 
     from .course_settings import course_directory
+
+    alembic_head_in_process()
+    if throwaway:
+        unsynced_gradebooks(root)
 
     overrides = {"release_directory": str(release_directory)} if release_directory else {}
     for name in names:
@@ -64,7 +122,8 @@ def generate_in_process(root, names, release_directory=None):
 
 
 # Runs generate_in_process in a fresh Python with this repository's tools/.
-GENERATE = "import sys; from tools.nbgrader_course import generate_in_process; generate_in_process(sys.argv[1], sys.argv[2:])"
+GENERATE = ("import sys; from tools.nbgrader_course import generate_in_process; "
+            "generate_in_process(sys.argv[1], sys.argv[2:], throwaway=True)")
 
 
 class Course:
