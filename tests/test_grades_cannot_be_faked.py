@@ -281,8 +281,22 @@ def test_make_grade_verifies_every_submission(attacked):
     assert "VERIFY_SEED=" in attacked["out"]
 
 
+@pytest.fixture(scope="module")
+def reverified(attacked, tmp_path_factory):
+    """{(assignment, student): Verdict}: the run's verification repeated, with its
+    logged seed, for every attack it did not flag (in one verify run, on a copy
+    of the course)."""
+    todo = [(a, attack_name(path)) for a, path in ATTACKS if attacked["rows"][(a, attack_name(path))]["flagged"] != "yes"]
+    if not todo:
+        return {}
+    seed = re.search(r"VERIFY_SEED=(\d+)", attacked["out"]).group(1)
+    copy = tmp_path_factory.mktemp("reverified") / "course"
+    shutil.copytree(attacked["course"].root, copy, ignore=shutil.ignore_patterns("autograded", "feedback"))
+    return {(v.assignment, v.student): v for v in verify(copy, todo=todo, seed=seed, out=io.StringIO())}
+
+
 @pytest.mark.parametrize("assignment, path", ATTACKS, ids=[f"{a}-{p.stem}" for a, p in ATTACKS])
-def test_attack_is_flagged_or_scores_nothing(attacked, assignment, path, tmp_path):
+def test_attack_is_flagged_or_scores_nothing(attacked, reverified, assignment, path):
     description, cells = read_wrong_implementation(path)
     student = attack_name(path)
     row = attacked["rows"][(assignment, student)]
@@ -291,12 +305,7 @@ def test_attack_is_flagged_or_scores_nothing(attacked, assignment, path, tmp_pat
         return
     targets = attacked_cells(assignment, cells)
     # Not flagged: verification itself must give the attacked cells nothing.
-    # Repeat the run's verification for this one submission, with its seed.
-    seed = re.search(r"VERIFY_SEED=(\d+)", attacked["out"]).group(1)
-    root = attacked["course"].root
-    copy = tmp_path / "copy"
-    shutil.copytree(root, copy, ignore=shutil.ignore_patterns("autograded", "feedback"))
-    (verdict,) = verify(copy, todo=[(assignment, student)], seed=seed, out=io.StringIO())
+    verdict = reverified[assignment, student]
     assert f"{verdict.verified_score:g}" == row["verified_score"], "the logged seed does not repeat the run"
     earned = {c.grade_id: c.verified for c in verdict.cells if c.grade_id in targets and c.verified > 0}
     assert not earned, f"'{description}' earned verified points on {earned} and was not flagged: {row}"
