@@ -304,7 +304,14 @@ def pytest_sessionstart(session):
     SESSION["start"] = time.time()
 
 
-EVERY_CPU = "tests/test_every_cpu.py"
+# Modules whose checks run as programs of their own, each started in the background (its start_runs()) once the
+# session has collected it, at low priority, while the rest of the suite works; their tests wait for the results
+# and run last.
+IN_BACKGROUND = (
+    "tests/test_chapter_code_earns_nothing.py",
+    "tests/test_every_cpu.py",
+    "tests/test_launch_buttons_open_what_works.py",
+)
 
 
 def reads_shared_run(item):
@@ -313,9 +320,9 @@ def reads_shared_run(item):
 
 def pytest_collection_modifyitems(session, config, items):
     """Run the tests that read the shared grading run after all the others, and
-    the cross-CPU check of the chapters last: both start in the background once
-    collection is done and overlap the rest of the suite."""
-    items.sort(key=lambda item: (item.nodeid.startswith(EVERY_CPU), reads_shared_run(item)))
+    those of IN_BACKGROUND last: all start in the background once collection
+    is done and overlap the rest of the suite."""
+    items.sort(key=lambda item: (item.nodeid.startswith(IN_BACKGROUND), reads_shared_run(item)))
 
 
 def pytest_collection_finish(session):
@@ -325,10 +332,9 @@ def pytest_collection_finish(session):
             GUEST_BUILDERS[module.__name__] = build
     if any(reads_shared_run(item) for item in session.items):
         start_shared_run(session.config._tmp_path_factory)
-    if any(item.nodeid.startswith(EVERY_CPU) for item in session.items):
-        from tests.test_every_cpu import start_runs
-
-        start_runs()
+    started = {item.module for item in session.items if item.nodeid.startswith(IN_BACKGROUND)}
+    for module in sorted(started, key=lambda module: module.__name__):
+        module.start_runs()
 
 
 def pytest_sessionfinish(session):

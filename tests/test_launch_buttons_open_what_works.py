@@ -15,6 +15,7 @@
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from importlib.metadata import PackageNotFoundError, distribution
@@ -125,10 +126,8 @@ urllib.request.urlretrieve = urlretrieve
 '''
 
 
-@pytest.fixture(scope="session")
-def colab(tmp_path_factory):
-    """A kernelspec folder whose kernel "colab" runs in an environment with only COLAB_HAS."""
-    root = tmp_path_factory.mktemp("colab")
+def make_colab(root):
+    """A kernelspec folder whose kernel "colab" runs in an environment with only COLAB_HAS, under ``root``."""
     env = root / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
     (site,) = env.glob("lib/python*/site-packages")
@@ -152,6 +151,65 @@ def colab(tmp_path_factory):
     return {"python": env / "bin" / "python", "kernels": kernels}
 
 
+def figure_count(notebook):
+    return sum("image/png" in o.get("data", {}) or "image/svg+xml" in o.get("data", {})
+               for c in notebook.cells if c.cell_type == "code" for o in c.outputs)
+
+
+def run_alone(kernels, path, folder):
+    """Run the chapter at ``path`` top to bottom with the "colab" kernel of ``kernels``, in ``folder`` (empty, as
+    Colab's working folder is but for the notebook); returns what the tests judge, as plain data."""
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import KernelManager
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    folder.mkdir(parents=True)
+    notebook = nbformat.read(path, as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+    manager = KernelManager(kernel_name="colab", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]))
+    client = NotebookClient(notebook, km=manager, timeout=CELL_TIMEOUT, resources={"metadata": {"path": str(folder)}})
+    try:
+        client.execute()
+        error = None
+    except CellExecutionError as raised:
+        error = str(raised)[-3000:]
+    fetched = (folder / "course.py").is_file() and (folder / "course.py").read_bytes() == (CHAPTERS / "course.py").read_bytes()
+    return {"error": error, "fetched": fetched, "figures": figure_count(notebook)}
+
+
+# The chapters run as in Colab in a program of their own, started in the background once the session has collected
+# this module (tests/conftest.py, IN_BACKGROUND), at low priority, one chapter after another; its tests run last.
+COLAB_DIR = ROOT / "_build" / "colab"
+_started = {}
+
+
+def start_runs():
+    if _started:
+        return
+    shutil.rmtree(COLAB_DIR, ignore_errors=True)
+    COLAB_DIR.mkdir(parents=True)
+    _started["colab"] = make_colab(COLAB_DIR)
+    log = open(COLAB_DIR / "run.log", "w")
+    _started["process"] = subprocess.Popen(
+        ["nice", "-n", "10", sys.executable, "-m", "tests.test_launch_buttons_open_what_works", str(COLAB_DIR)],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    _started["log"] = log
+
+
+@pytest.fixture(scope="session")
+def colab():
+    """The simulated Colab, and the chapters' runs in it (waited for)."""
+    start_runs()  # when this module is run on its own
+    try:
+        _started["process"].wait(timeout=1800)
+    finally:
+        _started["log"].close()
+    return _started["colab"]
+
+
 def test_the_colab_environment_has_only_what_colab_has(colab):
     probe = "import importlib.util as u, sys; print([m for m in sys.argv[1:] if u.find_spec(m)])"
     found = subprocess.run([str(colab["python"]), "-c", probe, *COLAB_HAS, *NOT_ON_COLAB], cwd=colab["kernels"],
@@ -160,32 +218,15 @@ def test_the_colab_environment_has_only_what_colab_has(colab):
 
 
 @pytest.mark.parametrize("path", CHAPTER_FILES, ids=lambda p: p.stem)
-def test_chapter_runs_alone_as_in_colab(colab, tmp_path, path):
-    from jupyter_client.kernelspec import KernelSpecManager
-    from jupyter_client.manager import KernelManager
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
-
-    folder = tmp_path / "content"  # Colab's working folder holds the notebook and nothing else
-    folder.mkdir()
-    notebook = nbformat.read(path, as_version=4)
-    for cell in notebook.cells:
-        if cell.cell_type == "code":
-            cell.outputs = []
-    manager = KernelManager(kernel_name="colab", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(colab["kernels"])]))
-    client = NotebookClient(notebook, km=manager, timeout=CELL_TIMEOUT, resources={"metadata": {"path": str(folder)}})
-    try:
-        client.execute()
-    except CellExecutionError as error:
-        pytest.fail(f"{path.name}, opened alone as in Colab, stops with an error:\n{str(error)[-3000:]}")
-    assert (folder / "course.py").read_bytes() == (CHAPTERS / "course.py").read_bytes(), (
-        "the first cell did not fetch course.py"
-    )
-    figures = sum("image/png" in o.get("data", {}) or "image/svg+xml" in o.get("data", {})
-                  for c in notebook.cells if c.cell_type == "code" for o in c.outputs)
-    committed = sum("image/png" in o.get("data", {}) or "image/svg+xml" in o.get("data", {})
-                    for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code" for o in c.outputs)
-    assert figures == committed, f"{path.name} drew {figures} figures alone, {committed} in the book"
+def test_chapter_runs_alone_as_in_colab(colab, path):
+    result_file = COLAB_DIR / "results" / f"{path.stem}.json"
+    assert result_file.is_file(), f"{path.name} was not run as in Colab: {(COLAB_DIR / 'run.log').read_text()[-3000:]}"
+    result = json.loads(result_file.read_text())
+    if result["error"] is not None:
+        pytest.fail(f"{path.name}, opened alone as in Colab, stops with an error:\n{result['error']}")
+    assert result["fetched"], "the first cell did not fetch course.py"
+    committed = figure_count(nbformat.read(path, as_version=4))
+    assert result["figures"] == committed, f"{path.name} drew {result['figures']} figures alone, {committed} in the book"
 
 
 # Binder ---------------------------------------------------------------------
@@ -234,3 +275,11 @@ def test_built_pages_link_to_no_placeholder_host(book):
     link = re.compile(r"""href=["']https?://[^"']*\bexample\.(com|org|net|edu)\b""")
     placeholders = [str(p.relative_to(BUILD_HTML)) for p in pages if link.search(p.read_text())]
     assert not placeholders, f"pages link to a placeholder host: {placeholders[:5]}"
+
+
+if __name__ == "__main__":  # start_runs(): every chapter, one after another, in the simulated Colab under argv[1]
+    root = Path(sys.argv[1])
+    (root / "results").mkdir(exist_ok=True)
+    for chapter in CHAPTER_FILES:
+        outcome = run_alone(root / "kernels", chapter, root / "content" / chapter.stem)
+        (root / "results" / f"{chapter.stem}.json").write_text(json.dumps(outcome))
