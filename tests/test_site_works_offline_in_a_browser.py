@@ -481,8 +481,11 @@ def page_of(url, base):
 
 @pytest.fixture
 def tab(browser, site):
-    """One browser tab that keeps its cache from page to page, as a reader's does."""
+    """One browser tab that keeps its cache from page to page, as a reader's does. It follows links, buttons and
+    searches, which need no typeset equations: MathJax is left out (it is tested on every page above), so that
+    walking the book does not typeset every page again, twice."""
     context = offline_context(browser, site, viewport=LAPTOP)
+    context.route(lambda url: url.startswith(site + "_static/mathjax/"), lambda route: route.abort())
     page = context.new_page()
     yield page
     context.close()
