@@ -305,8 +305,8 @@ def pytest_sessionstart(session):
 
 
 # Modules whose checks run as programs of their own, each started in the background (its start_runs()) once the
-# session has collected it, at low priority, while the rest of the suite works; their tests wait for the results
-# and run last.
+# session has collected it, at the lowest priority (nice 19: they take the CPU that the rest of the suite leaves idle,
+# as at its single-threaded end), while the rest of the suite works; their tests wait for the results and run last.
 IN_BACKGROUND = (
     "tests/test_chapter_code_earns_nothing.py",
     "tests/test_every_cpu.py",

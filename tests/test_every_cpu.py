@@ -90,7 +90,7 @@ def command():
     """nbval over every chapter, strict, as `make test` runs it."""
     chapters = sorted(str(p.relative_to(ROOT)) for p in CHAPTERS.glob("ch*.ipynb"))
     return [
-        "nice", "-n", "10",
+        "nice", "-n", "19",
         sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
         "--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg",
         *chapters,

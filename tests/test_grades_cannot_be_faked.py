@@ -88,10 +88,22 @@ def test_every_graded_test_cell_has_a_check(assignment):
     assert list(spec.CHECKS) == list(points), "the checks must follow the notebook's test cells, in order"
 
 
+PREPARED = {}
+
+
+def prepared_once(assignment, seed, tmp_path_factory):
+    """The verification of ``assignment`` prepared with ``seed``, once per session (ex06's takes seconds: it trains
+    its reference models)."""
+    if (assignment, seed) not in PREPARED:
+        folder = tmp_path_factory.mktemp(f"prepared-{assignment}-{seed}")
+        PREPARED[assignment, seed] = prepare(assignment, notebook(assignment), seed, folder)
+    return PREPARED[assignment, seed]
+
+
 @pytest.mark.parametrize("assignment", graded_assignments())
-def test_no_hidden_test_or_solution_enters_the_sandbox(assignment, tmp_path):
+def test_no_hidden_test_or_solution_enters_the_sandbox(assignment, tmp_path_factory):
     """The program and inputs of an untouched release hold no line of the hidden tests or solutions."""
-    prepared = prepare(assignment, notebook(assignment), 1234, tmp_path)
+    prepared = prepared_once(assignment, 1, tmp_path_factory)
     release = EXERCISES / assignment / f"{assignment}.ipynb"
     cells, added = student_cells(release, prepared.solution_ids, [step.name for step in prepared.steps])
     assert set(cells) == set(prepared.solution_ids) and added, "the release's cells were not all found"
@@ -101,12 +113,13 @@ def test_no_hidden_test_or_solution_enters_the_sandbox(assignment, tmp_path):
 
 
 @pytest.mark.parametrize("assignment", graded_assignments())
-def test_inputs_are_fresh_for_each_seed_and_repeatable(assignment, tmp_path):
-    def inputs(seed, folder):
-        prepared = prepare(assignment, notebook(assignment), seed, tmp_path / folder)
+def test_inputs_are_fresh_for_each_seed_and_repeatable(assignment, tmp_path, tmp_path_factory):
+    def inputs(prepared):
         return {p.name: np.load(p) for p in sorted(prepared.inputs.glob("*.npy"))}
 
-    first, again, other = inputs(1, "a"), inputs(1, "b"), inputs(2, "c")
+    first = inputs(prepared_once(assignment, 1, tmp_path_factory))
+    again = inputs(prepare(assignment, notebook(assignment), 1, tmp_path / "again"))  # prepared anew: repeatable
+    other = inputs(prepared_once(assignment, 2, tmp_path_factory))
     assert first.keys() == again.keys() and all(np.array_equal(first[k], again[k]) for k in first)
     assert any(not np.array_equal(first[k], other[k]) for k in first if first[k].dtype.kind == "f")
 

@@ -194,7 +194,7 @@ def start_runs():
     _started["colab"] = make_colab(COLAB_DIR)
     log = open(COLAB_DIR / "run.log", "w")
     _started["process"] = subprocess.Popen(
-        ["nice", "-n", "10", sys.executable, "-m", "tests.test_launch_buttons_open_what_works", str(COLAB_DIR)],
+        ["nice", "-n", "19", sys.executable, "-m", "tests.test_launch_buttons_open_what_works", str(COLAB_DIR)],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     _started["log"] = log
 
