@@ -10,6 +10,7 @@ limits it to one assignment.
 """
 
 import shutil
+import sqlite3
 import subprocess
 
 import nbformat
@@ -17,8 +18,8 @@ import pytest
 
 from tests.conftest import submission_name
 from tests.conftest import require_sandbox
-from tools.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code
-from tools.paths import EXERCISES, ROOT, SOLUTIONS, wrong_implementations
+from tools.nbgrader_course import Course, alembic_head, fill_release, read_wrong_implementation, solution_code
+from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS, wrong_implementations
 
 ASSIGNMENT = "ex01_by_hand"
 OTHER = "ex01_again"  # a second assignment: a copy of the first under another name
@@ -157,17 +158,12 @@ def test_a_new_gradebook_gets_the_revision_nbgrader_would_give_it(tmp_path):
     finds a gradebook it knows."""
     from nbgrader.dbutil import _temp_alembic_ini
 
-    from tools.nbgrader_course import alembic_head
-    from tools.paths import BIN
-
     with _temp_alembic_ini(f"sqlite:///{tmp_path / 'gradebook.db'}") as ini:
         printed = subprocess.run([str(BIN / "alembic"), "-c", ini, "heads"], capture_output=True, text=True,
                                  check=True).stdout
     assert alembic_head() == printed.split("\n")[0].split(" ")[0]
     course = Course(tmp_path / "course", [ASSIGNMENT])
     course.generate(ASSIGNMENT)
-    import sqlite3
-
     with sqlite3.connect(course.root / "gradebook.db") as db:
         assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [(alembic_head(),)]
     upgraded = course.nbgrader("db", "upgrade")
