@@ -63,6 +63,29 @@ def test_mathjax_is_written_into_the_page():
     assert "</script" not in scripts.replace("</script>\n", "")
 
 
+def test_remembered_highlighting_is_nbconverts(monkeypatch):
+    """The feedback's code highlighting (tools/feedback.py, RememberedHighlight) gives nbconvert's HTML for every
+    cell of every solution, the first time and when it answers from memory; a source past its bound is highlighted
+    afresh every time, and what it keeps stays within its total."""
+    from nbconvert.filters.highlight import Highlight2HTML
+
+    from tools import feedback
+
+    monkeypatch.setattr(feedback, "_HIGHLIGHTED", {})
+    monkeypatch.setattr(feedback, "_HIGHLIGHTED_CHARS", [0])
+    remembered, plain = feedback.RememberedHighlight(pygments_lexer="ipython3"), Highlight2HTML(pygments_lexer="ipython3")
+    sources = [c.source for a in assignments() for c in nbformat.read(SOLUTIONS / a / f"{a}.ipynb", as_version=4).cells
+               if c.cell_type == "code"]
+    for source in sources + sources:
+        assert remembered(source) == plain(source)
+    assert remembered("x = 1", "python") == plain("x = 1", "python") != plain("x = 1")
+    assert len(feedback._HIGHLIGHTED) == len(set(sources)) + 1
+    huge = "y = 2\n" * (feedback.HIGHLIGHT_SOURCE_CHARS // 6 + 1)
+    assert remembered(huge) == plain(huge) and len(feedback._HIGHLIGHTED) == len(set(sources)) + 1
+    monkeypatch.setattr(feedback, "_HIGHLIGHTED_CHARS", [feedback.HIGHLIGHT_KEPT_CHARS])
+    assert remembered("z = 3") == plain("z = 3") and len(feedback._HIGHLIGHTED) == len(set(sources)) + 1
+
+
 def gradebook_with(tmp_path, late_seconds, penalty):
     from nbgrader.api import Gradebook
 

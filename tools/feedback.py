@@ -216,12 +216,36 @@ class FeedbackExporter(HTMLExporter):
         langinfo = nb.metadata.get("language_info", {})
         lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
         self.register_filter("highlight_code",
-                             self.filters.get("highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self)))
+                             self.filters.get("highlight_code", RememberedHighlight(pygments_lexer=lexer, parent=self)))
         resources = self._init_resources(resources)
         self.register_filter("filter_data_type", WidgetsDataTypeFilter(
             notebook_metadata=self._nb_metadata, parent=self, resources=resources))
         page, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
         return IMAGE_WITHOUT_ALT.sub(r'\1 alt="No description has been provided for this image"', page), resources
+
+
+class RememberedHighlight(Highlight2HTML):
+    """nbconvert's code highlighting, which remembers what it has highlighted in this process. Every submission of
+    an assignment repeats the cells the release gives (locked cells, visible tests), and a grading worker writes the
+    feedback of many submissions: Pygments takes about 0.1 s a page, mostly on those same cells. Only sources up to
+    HIGHLIGHT_SOURCE_CHARS are kept, HIGHLIGHT_KEPT_CHARS in all: a student's code can be of any size."""
+
+    def __call__(self, source, language=None, metadata=None):
+        magics = metadata.get("magics_language") if metadata else None
+        key = (source, language, magics, self.pygments_lexer, repr(sorted(self.extra_formatter_options.items())))
+        html = _HIGHLIGHTED.get(key)
+        if html is None:
+            html = super().__call__(source, language, metadata)
+            if len(source) <= HIGHLIGHT_SOURCE_CHARS and _HIGHLIGHTED_CHARS[0] + len(source) <= HIGHLIGHT_KEPT_CHARS:
+                _HIGHLIGHTED[key] = html
+                _HIGHLIGHTED_CHARS[0] += len(source)
+        return html
+
+
+HIGHLIGHT_SOURCE_CHARS = 64 * 1024
+HIGHLIGHT_KEPT_CHARS = 4 * 1024**2
+_HIGHLIGHTED = {}
+_HIGHLIGHTED_CHARS = [0]
 
 
 # An <img> tag that has no alt attribute (a data URL holds no ">").
