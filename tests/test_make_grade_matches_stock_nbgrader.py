@@ -18,8 +18,9 @@ import pytest
 
 from tests.conftest import submission_name
 from tests.conftest import require_sandbox
-from tools.nbgrader_course import Course, alembic_head, fill_release, read_wrong_implementation, solution_code
-from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS, wrong_implementations
+from tools.nbgrader_course import (Course, alembic_head, fill_release, metadata_schema_checked_once,
+                                  read_wrong_implementation, solution_code)
+from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS, assignments, wrong_implementations
 
 ASSIGNMENT = "ex01_by_hand"
 OTHER = "ex01_again"  # a second assignment: a copy of the first under another name
@@ -168,3 +169,44 @@ def test_a_new_gradebook_gets_the_revision_nbgrader_would_give_it(tmp_path):
         assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [(alembic_head(),)]
     upgraded = course.nbgrader("db", "upgrade")
     assert "Running upgrade" not in upgraded.stdout + upgraded.stderr
+
+
+def test_cell_metadata_is_judged_as_nbgrader_judges_it():
+    """make grade checks nbgrader's cell-metadata schema once per process (tools/nbgrader_course.py,
+    metadata_schema_checked_once): every cell of every solution and release passes as with stock nbgrader, and
+    broken metadata fails with the same error, or the same too-old or too-new schema."""
+    import copy
+
+    from nbgrader.nbgraderformat import MetadataValidator, ValidationError, common
+    from nbgrader.nbgraderformat.common import SchemaTooNewError, SchemaTooOldError
+
+    cells = [c for a in assignments() for path in (SOLUTIONS / a / f"{a}.ipynb", EXERCISES / a / f"{a}.ipynb")
+             for c in nbformat.read(path, as_version=4).cells]
+    model = next(c for c in cells if c.metadata.get("nbgrader", {}).get("grade"))
+    broken = []
+    for change in [{"points": "three"}, {"grade_id": 7}, {"solution": "yes"}, {"schema_version": 1},
+                   {"schema_version": 9}, {"locked": None, "grade": 1}, {"points": -1, "checksum": "short"},
+                   {"grade_id": "a b", "extra": True}]:
+        cell = copy.deepcopy(model)
+        cell.metadata.nbgrader.update(change)
+        broken.append(cell)
+    cell = copy.deepcopy(model)
+    del cell.metadata.nbgrader["locked"]
+    broken.append(cell)
+
+    def verdicts(validate_cell):
+        found = []
+        for cell in cells + broken:
+            try:
+                validate_cell(MetadataValidator(), cell)
+                found.append("valid")
+            except (ValidationError, SchemaTooOldError, SchemaTooNewError) as error:
+                found.append(f"{type(error).__name__}: {error}")
+        return found
+
+    metadata_schema_checked_once()
+    once = common.BaseMetadataValidator.validate_cell
+    stock = verdicts(once.stock)
+    assert verdicts(once) == stock
+    assert stock.count("valid") == len(cells), [v for v in stock if v != "valid"][:3]
+    assert len(set(stock[len(cells):])) == len(broken), stock[len(cells):]

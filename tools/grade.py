@@ -411,6 +411,9 @@ def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
     warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
     settings = CourseSettings.read(course)  # the course's settings, read once for the whole run
+    from .nbgrader_course import metadata_schema_checked_once
+
+    metadata_schema_checked_once()  # (the workers are forked from this process)
     # The template and every worker import what the course's assignments need (PyTorch if any uses it).
     from . import warm
 

@@ -44,6 +44,46 @@ def alembic_head_in_process():
     nbgrader.api.get_alembic_version = alembic_head
 
 
+def metadata_schema_checked_once():
+    """Let nbgrader check its cell-metadata schema once per process, not once per cell.
+
+    nbgrader 0.9.6 validates each cell's ``nbgrader`` metadata with
+    ``jsonschema.validate(metadata, schema)``, which first checks the schema
+    itself against the JSON Schema meta-schema: 1.5 ms a cell, about 45 cells
+    a notebook, several times for every submission graded. This gives the same
+    verdict with the same error (the best match, as ``jsonschema.validate``
+    raises) from one validator per schema;
+    tests/test_make_grade_matches_stock_nbgrader.py compares the two."""
+    import jsonschema
+    from nbgrader.nbgraderformat import common
+
+    if getattr(common.BaseMetadataValidator.validate_cell, "checks_schema_once", False):
+        return
+    stock = common.BaseMetadataValidator.validate_cell
+    validators = {}
+
+    def validate(metadata, schema, version):
+        # Every validator of a schema version reads the same file; the comparison keeps that true.
+        if version not in validators or validators[version][0] != schema:
+            cls = jsonschema.validators.validator_for(schema)
+            cls.check_schema(schema)
+            validators[version] = (schema, cls(schema))
+        error = jsonschema.exceptions.best_match(validators[version][1].iter_errors(metadata))
+        if error is not None:
+            raise error
+
+    def validate_cell(self, cell):
+        if "nbgrader" not in cell.metadata:
+            return None
+        if cell.metadata["nbgrader"].get("schema_version", 0) != self.schema_version:
+            return stock(self, cell)  # (which raises: the schema is too old or too new)
+        return validate(cell.metadata["nbgrader"], self.schema, self.schema_version)
+
+    validate_cell.checks_schema_once = True
+    validate_cell.stock = stock
+    common.BaseMetadataValidator.validate_cell = validate_cell
+
+
 def alembic_head() -> str:
     """The head revision of nbgrader's gradebook migrations (what ``alembic heads`` prints first)."""
     from alembic.config import Config
@@ -100,6 +140,7 @@ def generate_in_process(root, names, release_directory=None, throwaway=False):
     from .course_settings import course_directory
 
     alembic_head_in_process()
+    metadata_schema_checked_once()
     if throwaway:
         unsynced_gradebooks(root)
 
