@@ -317,6 +317,27 @@ def test_page_loads_without_errors_or_the_internet(visits, page):
     assert not visit.console_errors, f"{page}: console errors: {visit.console_errors}"
 
 
+def test_a_request_to_another_host_is_caught(browser, site):
+    """What the test above relies on: the browser context of a visit aborts a request to any other host, and names
+    it, whether a script or an image asks; the site's own requests pass."""
+    blocked = []
+    context = offline_context(browser, site, blocked)
+    page = context.new_page()
+    page.goto(site + PAGES[0] + ".html", wait_until="load")
+    answer = page.evaluate("""async () => {
+        const image = document.createElement("img");
+        const shown = new Promise(done => { image.onload = () => done("shown"); image.onerror = () => done("refused"); });
+        image.src = "https://example.org/figure.png";
+        document.body.appendChild(image);
+        const own = (await fetch("genindex.html")).status;
+        const other = await fetch("http://192.0.2.1/data.json").then(() => "answered", () => "refused");
+        return [own, other, await shown];
+    }""")
+    context.close()
+    assert answer == [200, "refused", "refused"]
+    assert sorted(blocked) == ["http://192.0.2.1/data.json", "https://example.org/figure.png"]
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_every_equation_is_rendered(visits, page):
     math = visits[page].math
@@ -485,7 +506,7 @@ def tab(browser, site):
     searches, which need no typeset equations: MathJax is left out (it is tested on every page above), so that
     walking the book does not typeset every page again, twice."""
     context = offline_context(browser, site, viewport=LAPTOP)
-    context.route(lambda url: url.startswith(site + "_static/mathjax/"), lambda route: route.abort())
+    context.route(re.compile("^" + re.escape(site + "_static/mathjax/")), lambda route: route.abort())
     page = context.new_page()
     yield page
     context.close()
