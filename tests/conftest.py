@@ -305,13 +305,25 @@ def pytest_sessionstart(session):
 
 
 # Modules whose checks run as programs of their own, each started in the background (its start_runs()) once the
-# session has collected it, at the lowest priority (nice 19: they take the CPU that the rest of the suite leaves idle,
-# as at its single-threaded end), while the rest of the suite works; their tests wait for the results and run last.
+# session has collected it, at the lowest priority (nice 19, and their kernels' sessions too: background_kernel),
+# so that they take the CPU the rest of the suite leaves idle, as at its single-threaded end; their tests wait for
+# the results and run last.
 IN_BACKGROUND = (
     "tests/test_chapter_code_earns_nothing.py",
     "tests/test_every_cpu.py",
     "tests/test_launch_buttons_open_what_works.py",
 )
+
+
+def background_kernel(python):
+    """The argv of a kernelspec for the Jupyter kernels of a background program (IN_BACKGROUND): ``python``'s
+    ipykernel, at the lowest priority. Linux's autogroups (on in Debian's and Ubuntu's kernels) share the CPU out
+    session by session, whatever the nice values inside a session, and jupyter_client starts every kernel in a
+    session of its own: such a kernel would otherwise weigh as much as the whole foreground. The shell first lowers
+    its session's weight as low as it goes (/proc/self/autogroup, which any user may lower); where the kernel has no
+    autogroups the write fails quietly and the nice value the kernel inherits does the same."""
+    return ["/bin/sh", "-c", 'echo 19 > /proc/self/autogroup 2>/dev/null; exec "$0" -m ipykernel_launcher -f "$1"',
+            str(python), "{connection_file}"]
 
 
 def reads_shared_run(item):

@@ -44,6 +44,7 @@ its tests and run at low priority while the rest of the suite works, and this
 test (moved to the end of the session) waits for them.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -52,6 +53,7 @@ import time
 
 import pytest
 
+from tests.conftest import background_kernel
 from tools.paths import CHAPTERS, ROOT
 
 LOG_DIR = ROOT / "_build" / "every-cpu"
@@ -86,15 +88,28 @@ _started = {}
 TIMINGS = {}
 
 
+KERNEL = "course-background"  # this Python's kernel, at low priority (conftest.background_kernel)
+
+
 def command():
-    """nbval over every chapter, strict, as `make test` runs it."""
+    """nbval over every chapter, strict, as `make test` runs it (with this Python's kernel, at low priority)."""
     chapters = sorted(str(p.relative_to(ROOT)) for p in CHAPTERS.glob("ch*.ipynb"))
     return [
         "nice", "-n", "19",
         sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-        "--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg",
+        "--nbval", "--nbval-kernel-name", KERNEL, "--nbval-sanitize-with", "tests/nbval_sanitize.cfg",
         *chapters,
     ]  # fmt: skip
+
+
+def kernels():
+    """A Jupyter path (JUPYTER_PATH) whose one kernelspec is KERNEL."""
+    spec = LOG_DIR / "jupyter" / "kernels" / KERNEL
+    spec.mkdir(parents=True, exist_ok=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": background_kernel(sys.executable), "display_name": "Python 3 (low priority)", "language": "python",
+    }))
+    return LOG_DIR / "jupyter"
 
 
 def start_runs():
@@ -102,9 +117,11 @@ def start_runs():
     if _started:
         return
     LOG_DIR.mkdir(parents=True, exist_ok=True)
+    path = kernels()
     for name, switches in RUNS.items():
         log = open(LOG_DIR / f"{name}.log", "w")
-        env = {**os.environ, **switches, "PYTHONHASHSEED": "0"}
+        env = {**os.environ, **switches, "PYTHONHASHSEED": "0", 
+               "JUPYTER_PATH": os.pathsep.join(filter(None, [str(path), os.environ.get("JUPYTER_PATH")]))}
         process = subprocess.Popen(command(), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         _started[name] = (process, log, time.monotonic())
 

@@ -27,6 +27,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from tests.conftest import background_kernel
 from tools.paths import BUILD_HTML, CHAPTERS, ROOT
 
 CHAPTER_FILES = sorted(CHAPTERS.glob("ch*.ipynb"))
@@ -145,7 +146,7 @@ def make_colab(root):
     kernels = root / "kernels"
     (kernels / "colab").mkdir(parents=True)
     (kernels / "colab" / "kernel.json").write_text(json.dumps({
-        "argv": [str(env / "bin" / "python"), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "argv": background_kernel(env / "bin" / "python"),  # (Colab's own command, at low priority)
         "display_name": "Colab (simulated)", "language": "python",
     }))
     return {"python": env / "bin" / "python", "kernels": kernels}
