@@ -326,6 +326,13 @@ def background_kernel(python):
             str(python), "{connection_file}"]
 
 
+def reads_runs(item):
+    """Whether a selected test of an IN_BACKGROUND module reads the module's background runs: every test does, unless
+    the module names the fixture its readers use (RUNS_FIXTURE); `-k binder` then starts no run."""
+    fixture = getattr(item.module, "RUNS_FIXTURE", None)
+    return fixture is None or fixture in getattr(item, "fixturenames", ())
+
+
 def reads_shared_run(item):
     return bool(SHARED_FIXTURES & set(getattr(item, "fixturenames", ())))
 
@@ -344,7 +351,7 @@ def pytest_collection_finish(session):
             GUEST_BUILDERS[module.__name__] = build
     if any(reads_shared_run(item) for item in session.items):
         start_shared_run(session.config._tmp_path_factory)
-    started = {item.module for item in session.items if item.nodeid.startswith(IN_BACKGROUND)}
+    started = {item.module for item in session.items if item.nodeid.startswith(IN_BACKGROUND) and reads_runs(item)}
     for module in sorted(started, key=lambda module: module.__name__):
         module.start_runs()
 

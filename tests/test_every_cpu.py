@@ -82,6 +82,7 @@ RUNS = {
     },
 }
 
+RUNS_FIXTURE = "run"  # the tests that read the runs (conftest.reads_runs): the test of the kernels' priority starts none
 _started = {}
 # Seconds each run took, and how long the suite waited for it at the end: what
 # this check adds to the time of `make test` (printed in the terminal summary).
@@ -98,6 +99,9 @@ def command():
         "nice", "-n", "19",
         sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
         "--nbval", "--nbval-kernel-name", KERNEL, "--nbval-sanitize-with", "tests/nbval_sanitize.cfg",
+        # (at the lowest priority a kernel may wait for the CPU until the rest of the suite is done: only a hang
+        # should time out, within the time the session waits for the run)
+        "--nbval-kernel-startup-timeout", "1800",
         *chapters,
     ]  # fmt: skip
 
@@ -148,3 +152,34 @@ def test_chapters_reproduce_on_other_cpus(run):
         f"digits that depend on the CPU's kernels (round them, or state a bound). "
         f"Full log: {LOG_DIR / (run + '.log')}\n{summary(text)}"
     )
+
+
+def test_background_kernels_run_at_the_lowest_priority(tmp_path):
+    """A kernel started as the background runs start theirs (conftest.background_kernel, through jupyter_client,
+    which gives every kernel a session of its own) runs with its session's autogroup at nice 19, so that the runs
+    take only the CPU the rest of the suite leaves idle. Where Linux has no autogroups there is nothing to lower."""
+    if not os.path.exists("/proc/self/autogroup"):
+        pytest.skip("this kernel shares the CPU without autogroups: the kernels' nice value is all there is")
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import KernelManager
+
+    spec = tmp_path / "kernels" / "low"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({"argv": background_kernel(sys.executable), "display_name": "low",
+                                                  "language": "python"}))
+    manager = KernelManager(kernel_name="low", kernel_spec_manager=KernelSpecManager(
+        kernel_dirs=[str(tmp_path / "kernels")]))
+    manager.start_kernel()
+    client = manager.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=120)
+        seen = []
+        client.execute_interactive("import os; print(open('/proc/self/autogroup').read().split()[-1], "
+                                   "os.getsid(0) == os.getpid(), os.getsid(0) != os.getsid(%d))" % os.getpid(),
+                                   output_hook=seen.append, timeout=60)
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    printed = "".join(m["content"].get("text", "") for m in seen if m["msg_type"] == "stream")
+    assert printed.split() == ["19", "True", "True"], printed

@@ -37,7 +37,9 @@ COLAB_HAS = ["torch", "numpy", "matplotlib", "ipykernel"]
 #: What a chapter opened alone must not find (it is not on Colab).
 NOT_ON_COLAB = ["myst_nb", "course", "nbval", "sphinx"]
 RAW = re.compile(r'^RAW = "(?P<url>[^"]+)"$', re.MULTILINE)
-CELL_TIMEOUT = 600  # seconds, per cell
+# Seconds a cell, or the kernel's start, may take: the run is at the lowest priority and may wait for the CPU until
+# the rest of the suite is done, so these only catch a chapter that hangs (the session waits as long for the run).
+CELL_TIMEOUT = 1800
 
 
 def first_code_cell(path):
@@ -171,7 +173,9 @@ def run_alone(kernels, path, folder):
         if cell.cell_type == "code":
             cell.outputs = []
     manager = KernelManager(kernel_name="colab", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]))
-    client = NotebookClient(notebook, km=manager, timeout=CELL_TIMEOUT, resources={"metadata": {"path": str(folder)}})
+    client = NotebookClient(notebook, km=manager, timeout=CELL_TIMEOUT, startup_timeout=CELL_TIMEOUT,
+                            iopub_timeout=CELL_TIMEOUT, raise_on_iopub_timeout=True,  # (an output is never missed)
+                            resources={"metadata": {"path": str(folder)}})
     try:
         client.execute()
         error = None
@@ -184,6 +188,7 @@ def run_alone(kernels, path, folder):
 # The chapters run as in Colab in a program of their own, started in the background once the session has collected
 # this module (tests/conftest.py, IN_BACKGROUND), at low priority, one chapter after another; its tests run last.
 COLAB_DIR = ROOT / "_build" / "colab"
+RUNS_FIXTURE = "colab"  # the tests that read the run (conftest.reads_runs): the others start none
 _started = {}
 
 
