@@ -154,21 +154,18 @@ def test_chapters_reproduce_on_other_cpus(run):
     )
 
 
-def test_background_kernels_run_at_the_lowest_priority(tmp_path):
-    """A kernel started as the background runs start theirs (conftest.background_kernel, through jupyter_client,
-    which gives every kernel a session of its own) runs with its session's autogroup at nice 19, so that the runs
-    take only the CPU the rest of the suite leaves idle. Where Linux has no autogroups there is nothing to lower."""
+def test_background_kernels_run_at_the_lowest_priority():
+    """A kernel of the runs' kernelspec (KERNEL, conftest.background_kernel), started as nbval starts it, through
+    jupyter_client, which gives every kernel a session of its own, runs with its session's autogroup at nice 19, so
+    that the runs take only the CPU the rest of the suite leaves idle. Where Linux has no autogroups there is nothing
+    to lower."""
     if not os.path.exists("/proc/self/autogroup"):
         pytest.skip("this kernel shares the CPU without autogroups: the kernels' nice value is all there is")
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import KernelManager
 
-    spec = tmp_path / "kernels" / "low"
-    spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({"argv": background_kernel(sys.executable), "display_name": "low",
-                                                  "language": "python"}))
-    manager = KernelManager(kernel_name="low", kernel_spec_manager=KernelSpecManager(
-        kernel_dirs=[str(tmp_path / "kernels")]))
+    manager = KernelManager(kernel_name=KERNEL, kernel_spec_manager=KernelSpecManager(
+        kernel_dirs=[str(kernels() / "kernels")]))
     manager.start_kernel()
     client = manager.client()
     client.start_channels()
