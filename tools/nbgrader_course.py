@@ -44,6 +44,19 @@ def alembic_head_in_process():
     nbgrader.api.get_alembic_version = alembic_head
 
 
+def alembic_head() -> str:
+    """The head revision of nbgrader's gradebook migrations (what ``alembic heads`` prints first)."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+    from nbgrader.dbutil import _temp_alembic_ini
+
+    with _temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
+        heads = ScriptDirectory.from_config(Config(ini)).get_heads()
+    if len(heads) != 1:
+        raise RuntimeError(f"nbgrader's gradebook migrations have {len(heads)} heads, expected one: {heads}")
+    return heads[0]
+
+
 def metadata_schema_checked_once():
     """Let nbgrader check its cell-metadata schema once per process, not once per cell.
 
@@ -82,19 +95,6 @@ def metadata_schema_checked_once():
     validate_cell.checks_schema_once = True
     validate_cell.stock = stock
     common.BaseMetadataValidator.validate_cell = validate_cell
-
-
-def alembic_head() -> str:
-    """The head revision of nbgrader's gradebook migrations (what ``alembic heads`` prints first)."""
-    from alembic.config import Config
-    from alembic.script import ScriptDirectory
-    from nbgrader.dbutil import _temp_alembic_ini
-
-    with _temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
-        heads = ScriptDirectory.from_config(Config(ini)).get_heads()
-    if len(heads) != 1:
-        raise RuntimeError(f"nbgrader's gradebook migrations have {len(heads)} heads, expected one: {heads}")
-    return heads[0]
 
 
 def unsynced_gradebooks(folder):
