@@ -90,6 +90,7 @@ TIMINGS = {}
 
 
 KERNEL = "course-background"  # this Python's kernel, at low priority (conftest.background_kernel)
+RUN_TIMEOUT = 1800  # seconds the session waits for a run (and a kernel of it for the CPU to start)
 
 
 def command():
@@ -101,7 +102,7 @@ def command():
         "--nbval", "--nbval-kernel-name", KERNEL, "--nbval-sanitize-with", "tests/nbval_sanitize.cfg",
         # (at the lowest priority a kernel may wait for the CPU until the rest of the suite is done: only a hang
         # should time out, within the time the session waits for the run)
-        "--nbval-kernel-startup-timeout", "1800",
+        "--nbval-kernel-startup-timeout", str(RUN_TIMEOUT),
         *chapters,
     ]  # fmt: skip
 
@@ -141,7 +142,7 @@ def test_chapters_reproduce_on_other_cpus(run):
     start_runs()  # when this module is run on its own
     process, log, started = _started[run]
     waiting = time.monotonic()
-    returncode = process.wait(timeout=1800)
+    returncode = process.wait(timeout=RUN_TIMEOUT)
     log.close()
     text = (LOG_DIR / f"{run}.log").read_text()
     took = re.findall(r" in ([0-9.]+)s", text)  # pytest's own time for the run

@@ -37,9 +37,9 @@ COLAB_HAS = ["torch", "numpy", "matplotlib", "ipykernel"]
 #: What a chapter opened alone must not find (it is not on Colab).
 NOT_ON_COLAB = ["myst_nb", "course", "nbval", "sphinx"]
 RAW = re.compile(r'^RAW = "(?P<url>[^"]+)"$', re.MULTILINE)
-# Seconds a cell, or the kernel's start, may take: the run is at the lowest priority and may wait for the CPU until
-# the rest of the suite is done, so these only catch a chapter that hangs (the session waits as long for the run).
-CELL_TIMEOUT = 1800
+# Seconds the session waits for the run, and a cell or the kernel's start may take: the run is at the lowest
+# priority and may wait for the CPU until the rest of the suite is done, so these only catch a chapter that hangs.
+CELL_TIMEOUT = RUN_TIMEOUT = 1800
 
 
 def first_code_cell(path):
@@ -210,7 +210,7 @@ def colab():
     """The simulated Colab, and the chapters' runs in it (waited for)."""
     start_runs()  # when this module is run on its own
     try:
-        _started["process"].wait(timeout=1800)
+        _started["process"].wait(timeout=RUN_TIMEOUT)
     finally:
         _started["log"].close()
     return _started["colab"]
