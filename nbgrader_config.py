@@ -39,6 +39,12 @@ c.CourseDirectory.release_directory = "exercises"
 # names it for everyone (instructor/setup.md).
 c.CourseDirectory.include = ["*.ipynb", "timestamp.txt", "submission_secret.txt"]
 
+# `nbgrader collect` takes from the exchange only what `nbgrader submit` makes: a
+# real folder of regular files, owned by the student it is named after, with no
+# symbolic or hard link in it (a student can write into the exchange's inbound/,
+# and stock nbgrader follows links there: tools/guarded_collect.py).
+c.ExchangeFactory.collect = "tools.guarded_collect.GuardedCollect"
+
 # The stub students see in place of each solution.
 # solutions/<assignment>/checks/ proves the grading (verification, wrong
 # implementations, attacks): it never leaves for a release, a student's graded
@@ -98,7 +104,8 @@ c.GenerateFeedback.exporter_class = "tools.feedback.FeedbackExporter"
 
 # The feedback page and the formgrader's notebook view: math typeset without a
 # network (MathJax inside the page), error messages that wrap, tests named in
-# the feedback's summary, lateness told (tools/feedback_page.py).
+# the feedback's summary, lateness told, and a Content-Security-Policy that runs
+# only the page's own scripts, none of the student's notebook (tools/feedback_page.py).
 try:
     from tools.feedback_page import TEMPLATES
 except ImportError:  # no tools/ found above
@@ -107,6 +114,8 @@ else:
     c.HTMLExporter.template_file = "course_page.html.j2"
     c.HTMLExporter.extra_template_paths = [str(TEMPLATES)]
     c.HTMLExporter.filters = {"course_mathjax": "tools.feedback_page.mathjax_scripts",
+                              "course_header": "tools.feedback_page.page_header",
+                              "course_body_scripts": "tools.feedback_page.page_body_scripts",
                               "course_feedback_summary": "tools.feedback_page.feedback_summary"}
 
 # The formgrader's "Autograde" button would grade one submission without the rest
