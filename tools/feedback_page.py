@@ -21,6 +21,17 @@ feedback's preprocessors. What changes:
   the test's id in words) instead of nbgrader's "Test cell" for all.
 - **Lateness is told to the student**: how long after the due date the
   submission came (tools/lateness.py), with nbgrader's penalty line.
+- **Only the page's own scripts run.** Both pages show a student's notebook:
+  its HTML outputs, its Javascript outputs and its Markdown, which can hold
+  ``<script>`` elements and ``onerror=`` attributes. The formgrader's view is
+  served by the instructor's own server, and a feedback page opened in his
+  JupyterLab (*Trust HTML*) runs at his address too: a script of the student's
+  there could read and change everything the instructor can. Each page
+  therefore starts with a Content-Security-Policy (``page_policy``) that lets
+  run only the scripts the page itself carries, marked with a number drawn
+  afresh for each page (a nonce), plus the formgrader's two ``onclick``
+  handlers by their hash; nothing from the notebook runs, and no ``<base>``,
+  ``<object>``, frame or form of the student's works either.
 """
 
 from __future__ import annotations
@@ -28,8 +39,10 @@ from __future__ import annotations
 import functools
 import html
 import importlib.util
+import hashlib
 import json
 import re
+import secrets
 from pathlib import Path
 
 from nbconvert.preprocessors import Preprocessor
@@ -75,9 +88,66 @@ def _mathjax_scripts() -> str:
             f"<script>{source}</script>\n<script>{MATHJAX2_SHIM}</script>\n")
 
 
-def mathjax_scripts(_ignored="") -> str:
-    """Jinja filter ``course_mathjax``: the scripts that typeset the page's math offline."""
-    return _mathjax_scripts()
+def mathjax_scripts(_ignored="", nonce=None) -> str:
+    """Jinja filter ``course_mathjax``: the scripts that typeset the page's math offline
+    (each marked with ``nonce``, if given: see page_policy)."""
+    scripts = _mathjax_scripts()
+    return scripts if nonce is None else scripts.replace("<script>", f'<script nonce="{nonce}">')
+
+
+#: The inline event handlers of nbgrader 0.9.6's formgrader page (formgrade_macros.html.j2, the eye that shows
+#: and hides the student's name): allowed by their hash, so that a student's ``onclick`` of other text never runs.
+FORMGRADER_HANDLERS = ("toggle_name(true);", "toggle_name(false);")
+SCRIPT_TAG = re.compile(r"<script\b", re.IGNORECASE)
+
+
+def page_policy(nonce: str) -> str:
+    """The Content-Security-Policy of a page that shows a student's notebook: only scripts marked with ``nonce``
+    (and nbgrader's formgrader handlers) run; no plug-in, frame, form or ``<base>`` of the notebook's works."""
+    hashes = " ".join("'sha256-%s'" % _sha256(handler) for handler in FORMGRADER_HANDLERS)
+    return (f"script-src 'nonce-{nonce}' 'unsafe-hashes' {hashes}; object-src 'none'; "
+            "base-uri 'none'; form-action 'none'; frame-src 'none'")
+
+
+def _sha256(text):
+    import base64
+
+    return base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+
+
+def page_nonce(resources) -> str:
+    """The nonce of the page being rendered: drawn once per page (kept in its ``resources``)."""
+    if not isinstance(resources, dict):
+        raise TypeError(f"expected the page's resources (a dict), got {type(resources).__name__}")
+    return resources.setdefault("course_nonce", secrets.token_urlsafe(18))
+
+
+def page_header(header: str, mathjax_macro: str, css: str, resources) -> str:
+    """Jinja filter ``course_header``, on nbgrader's header of a page (the formgrader's or the feedback's): its
+    MathJax 2 from a CDN replaced by MathJax 3 inside the page, the course's CSS added, every script of the
+    header (nbgrader's own: no part of a notebook is in it) marked with the page's nonce, and page_policy first
+    in ``<head>``, so that it applies to everything after it."""
+    nonce = page_nonce(resources)
+    mark = "<!-- course: MathJax -->"
+    header = header.replace(mathjax_macro, mark) if mathjax_macro else header
+    header = SCRIPT_TAG.sub(f'<script nonce="{nonce}"', header)
+    header = header.replace(mark, mathjax_scripts(nonce=nonce)).replace("</head>", css + "\n</head>", 1)
+    start = re.search(r"<head\b[^>]*>", header, re.IGNORECASE)
+    if start is None:
+        raise ValueError("the page's header has no <head> element to put its Content-Security-Policy in")
+    meta = f'\n<meta http-equiv="Content-Security-Policy" content="{html.escape(page_policy(nonce), quote=False)}">'
+    return header[:start.end()] + meta + header[start.end():]
+
+
+def page_body_scripts(body: str, resources) -> str:
+    """Jinja filter ``course_body_scripts``: in the formgrader's page, the scripts of nbgrader's navigation bar,
+    which comes before the notebook (``<div id="notebook"``), get the page's nonce; nothing else does."""
+    if not isinstance(resources, dict) or "submission_id" not in resources:
+        return body  # not the formgrader's page
+    end = body.find('<div id="notebook"')
+    if end < 0:
+        return body
+    return SCRIPT_TAG.sub(f'<script nonce="{page_nonce(resources)}"', body[:end]) + body[end:]
 
 
 POINTS = re.compile(r"\s*\([^()]*\bpoints?\b[^()]*\)\s*$")

@@ -11,10 +11,19 @@ integrity.csv and the feedback as they were: silently stale.
 
 So the course's ``nbgrader_config.py`` calls :func:`guard_formgrader`, which
 replaces the API's ``autograde`` with an answer that grades nothing and says
-which command to run. The formgrader shows it in its error dialog, under
-"Log Output". Only this entry point changes: ``nbgrader autograde`` on the
-command line and `make grade` run nbgrader's ``Autograde`` converter, which is
-left as it is.
+which command to run (``refused: "make grade"`` in its JSON). nbgrader 0.9.6's
+page (manage_submissions.js) shows any answer that is not a success in a
+dialog headed "Error"; the guard adds a few lines to that page
+(AUTOGRADE_ANSWER) that show this one in a dialog headed "Autograde is switched
+off for this course", with the command. Only this entry point changes:
+``nbgrader autograde`` on the command line and `make grade` run nbgrader's
+``Autograde`` converter, which is left as it is.
+
+The guard also serves the files of a submission that the formgrader's
+notebook view links to (``/formgrader/submissions/<id>/<file>``, nbgrader's
+SubmissionFilesHandler) with ``Content-Security-Policy: sandbox``: a page
+among them, opened or framed, runs nothing at the instructor's address. (The
+view itself runs only its own scripts: tools/feedback_page.py, page_policy.)
 """
 
 from __future__ import annotations
@@ -54,13 +63,65 @@ def autograde_with_make_grade(self, assignment_id, student_id, force=True, creat
     message = refusal(assignment_id, student_id, self.coursedir.root if self.coursedir else None)
     self.log.warning("formgrader: Autograde of %s for %s refused; it points to make grade", assignment_id,
                      student_id)
-    return {"success": False, "log": message}
+    return {"success": False, "refused": "make grade", "log": message}
+
+
+#: Added to the formgrader's Manage Submissions page: the refusal above in a dialog of its own, not nbgrader's
+#: "Error" one (any other answer is shown as nbgrader shows it).
+AUTOGRADE_ANSWER = """
+<script>
+(function () {
+  var shown = SubmissionUI.prototype.autograde_success;
+  SubmissionUI.prototype.autograde_success = function (response) {
+    var answer = JSON.parse(response);
+    if (answer.success || answer.refused !== "make grade") {
+      return shown.call(this, response);
+    }
+    this.model.fetch();
+    createLogModal("autograde-modal", "Autograde is switched off for this course",
+      "Nothing was graded. Grade this assignment with make grade, in a terminal:", answer.log);
+  };
+})();
+</script>
+"""
+
+
+def render_with_autograde_answer(render):
+    """nbgrader's BaseHandler.render, adding AUTOGRADE_ANSWER to the Manage Submissions page."""
+
+    def rendered(self, name, **ns):
+        page = render(self, name, **ns)
+        if name != "manage_submissions.tpl":
+            return page
+        end = page.rfind("</body>")
+        if end < 0:
+            raise ValueError("nbgrader's manage_submissions.tpl has no </body>: the Autograde answer has no place")
+        return page[:end] + AUTOGRADE_ANSWER + page[end:]
+
+    rendered.course_guard = True
+    return rendered
+
+
+def sandboxed_policy(self):
+    """The Content-Security-Policy of a submission's files: Jupyter Server's, plus ``sandbox``."""
+    from jupyter_server.base.handlers import JupyterHandler
+
+    return JupyterHandler.content_security_policy.fget(self) + "; sandbox"
 
 
 def guard_formgrader():
     """Replace the formgrader's autograde (``NbGraderAPI.autograde``) with the
-    message; calling it again changes nothing (nbgrader reads its configuration
-    more than once in a process)."""
+    message, shown plainly on its page, and serve a submission's files
+    sandboxed; calling it again changes nothing (nbgrader reads its
+    configuration more than once in a process)."""
     from nbgrader.apps.api import NbGraderAPI
 
     NbGraderAPI.autograde = autograde_with_make_grade
+    try:
+        from nbgrader.server_extensions.formgrader.base import BaseHandler
+        from nbgrader.server_extensions.formgrader.handlers import SubmissionFilesHandler
+    except ImportError:  # nbgrader without its formgrader (no jupyter_server): nothing to serve
+        return
+    if not getattr(BaseHandler.render, "course_guard", False):
+        BaseHandler.render = render_with_autograde_answer(BaseHandler.render)
+    SubmissionFilesHandler.content_security_policy = property(sandboxed_policy)
