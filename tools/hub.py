@@ -46,6 +46,7 @@ import ctypes
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import stat
@@ -356,6 +357,39 @@ def enter_command(user):
     return [*enter_program(), user, "--"]
 
 
+#: The commands of .venv/bin that the hub's users run (JupyterLab, terminals): each must start .venv's own Python.
+VENV_SCRIPTS = ("jupyterhub-singleuser", "nbgrader", "jupyter")
+_INTERPRETER = re.compile(rb"(/[^\s\"']*/python[0-9.]*)\b")
+
+
+def check_venv_scripts():
+    """The commands of VENV_SCRIPTS start the Python of this repository's .venv;
+    raise HubError naming each one that starts another (a .venv made elsewhere
+    and linked or copied here: a student's view shows this repository's .venv
+    only, so her JupyterLab would fail to start with a bare FileNotFoundError)."""
+    wrong = []
+    for name in VENV_SCRIPTS:
+        script = BIN / name
+        try:
+            with open(script, "rb") as file:
+                head = file.read(1024)
+        except OSError as error:
+            wrong.append(f"{script}: {error.strerror}")
+            continue
+        if not head.startswith(b"#!"):
+            continue  # not a script
+        # The first line names the interpreter; pip writes a /bin/sh trampoline with it on the second for long paths.
+        found = _INTERPRETER.search(b"\n".join(head.splitlines()[:2]))
+        interpreter = os.fsdecode(found.group(1)) if found else head.splitlines()[0][2:].decode(errors="replace")
+        if Path(interpreter).parent != BIN:
+            wrong.append(f"{script} starts {interpreter}")
+    if wrong:
+        raise HubError(
+            f"the commands in {BIN} must start {BIN / 'python'}, but {'; '.join(wrong)}. This .venv was made in "
+            f"another folder and linked or copied here, and each user's JupyterLab, which sees this repository's "
+            f".venv only, would fail to start. Make it here: rm -rf {ROOT / '.venv'} && make venv")
+
+
 def check_shared():
     """As root: the hub's users run .venv's Python, and the instructor grades
     with the repository; raise HubError if they cannot read them."""
@@ -445,7 +479,8 @@ def write_user_config():
     instructor = {"ServerApp": server_config(INSTRUCTOR_CONFIG, frame_self=True)}
     write_file(INSTRUCTOR_CONFIG / "jupyter_server_config.json", json.dumps(instructor, indent=1))
     write_file(INSTRUCTOR_CONFIG / "nbgrader_config.py",
-               INSTRUCTOR_NBGRADER_CONFIG.format(course_config=str(course_folder() / "nbgrader_config.py")))
+               INSTRUCTOR_NBGRADER_CONFIG.format(course_config=str(course_folder() / "nbgrader_config.py"))
+               + ("" if is_root() else SHARED_OWNER))
 
 
 INSTRUCTOR_NBGRADER_CONFIG = '''\
@@ -460,6 +495,12 @@ c = get_config()  # noqa: F821
 load_subconfig({course_config!r})  # noqa: F821
 '''
 
+#: Run by a user other than root, every user of the hub is that one Unix user: no submission folder belongs to
+#: the student it is named after, and collect (tools/guarded_collect.py) may not ask it to.
+SHARED_OWNER = """
+# This hub runs every user as one Unix user: collect cannot tell students apart by owner.
+c.ExchangeCollect.check_owner = False
+"""
 
 COURSE_CONFIG = '''\
 """The course folder of the course's JupyterHub (written by tools/hub.py when it
@@ -640,6 +681,7 @@ def setup(ip="127.0.0.1", port=8000, hub_port=None, api_port=None):
     TERM.mkdir(exist_ok=True)
     os.chmod(TERM, 0o755)
     ensure_proxy()
+    check_venv_scripts()
     if is_root():
         check_shared()
         ensure_users()
