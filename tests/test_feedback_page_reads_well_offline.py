@@ -150,3 +150,47 @@ def test_the_clean_up_archives_the_term_first(tmp_path, monkeypatch):
     assert members["hub-term/home/ada/link"].issym()  # kept as a link, not followed
     assert "hub-term/home/ada/pipe" not in members
     assert outside.read_text() == "not the term's"
+
+
+def test_a_page_runs_only_its_own_scripts():
+    """The formgrader's view and the feedback page: page_policy comes first in <head>, the header's scripts
+    (nbgrader's and MathJax) and the formgrader's navigation carry the page's nonce, and nothing of the
+    notebook does (the walk in a browser, with a hostile notebook, is the hub test's)."""
+    resources = {"submission_id": "s1"}
+    header = feedback_page.page_header(
+        '<!DOCTYPE html>\n<html>\n<head>\n<script src="jquery.js"></script>MATHJAX</head>', "MATHJAX", "<style/>",
+        resources)
+    nonce = resources["course_nonce"]
+    assert header.index('http-equiv="Content-Security-Policy"') < header.index("<script")
+    assert f"script-src 'nonce-{nonce}'" in header and "unsafe-inline" not in header
+    assert header.count("<script") == header.count(f'<script nonce="{nonce}"') > 1  # jquery and MathJax's three
+    body = ('<body><nav><script>tooltips()</script></nav><div id="notebook"><script>student()</script>'
+            '<img src=x onerror="student()"></div></body>')
+    out = feedback_page.page_body_scripts(body, resources)
+    assert f'<nav><script nonce="{nonce}">tooltips()' in out and "<script>student()" in out
+    assert feedback_page.page_body_scripts(body, {"nbgrader": {}}) == body  # the feedback: nothing marked
+    again = {}
+    feedback_page.page_header("<head></head>", "", "", again)
+    assert again["course_nonce"] != nonce, "a nonce drawn once for every page"
+
+
+def test_make_hub_stops_at_once_on_a_venv_made_elsewhere(tmp_path, monkeypatch):
+    bin_folder = tmp_path / ".venv" / "bin"
+    bin_folder.mkdir(parents=True)
+    monkeypatch.setattr(hubtools, "BIN", bin_folder)
+
+    def scripts(first_lines):
+        for name in hubtools.VENV_SCRIPTS:
+            (bin_folder / name).write_text(first_lines + "\nimport sys\n")
+
+    scripts(f"#!{bin_folder / 'python'}")
+    hubtools.check_venv_scripts()
+    # pip's trampoline for a long path: /bin/sh first, the interpreter on the second line
+    scripts(f"#!/bin/sh\n'''exec' \"{bin_folder / 'python3.11'}\" \"$0\" \"$@\"\n' '''")
+    hubtools.check_venv_scripts()
+    scripts("#!/elsewhere/project/.venv/bin/python")
+    with pytest.raises(hubtools.HubError, match=r"jupyterhub-singleuser starts /elsewhere/project/\.venv/bin/python"):
+        hubtools.check_venv_scripts()
+    (bin_folder / "nbgrader").unlink()
+    with pytest.raises(hubtools.HubError, match="nbgrader: No such file"):
+        hubtools.check_venv_scripts()

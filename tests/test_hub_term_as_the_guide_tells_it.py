@@ -15,7 +15,8 @@ hub behind a firewall.
    List), where it is the only assignment offered; she answers (the reference
    solution, but for one classic mistake in the last task), runs every cell,
    saves and submits. The due date, recorded afterwards with the guide's
-   command, lies before her submission: it is late.
+   command as written (ten minutes before it is typed), lies before her
+   submission: it is late.
 3. In the terminal: `nbgrader collect ex01_by_hand`, then the guide's
    `make -C ... grade ...`: its line for her says LATE, by how much, and what the
    penalty took; grades.csv has her raw score, the penalty, 0 and seconds_late.
@@ -29,13 +30,24 @@ hub behind a firewall.
    math typeset, the error message wrapped inside the page, the instructor's
    comment, and no line of a hidden test.
 
-Two more tests use the same hub. A student's kernel, started from her own
+Three more tests use the same hub. What students hand in takes nothing from the
+instructor: a second student's notebook whose HTML output, Javascript() output
+and Markdown try to run script (mark every window, read the cookie, write a file
+into the instructor's home through Jupyter's API) is collected, graded and opened
+in the formgrader (in JupyterLab's tab) and, as feedback, in JupyterLab's viewer
+with Trust HTML: nothing of it runs, while the pages' own scripts typeset the
+math; a third student plants in the exchange's inbound/, from his own processes,
+a folder whose notebook is a link to the course's solution (with a forged
+timestamp.txt), then a folder that is a link to the first student's submitted
+folder: collect takes neither, make grade grades him not at all, and no feedback
+holds solution text. A student's kernel, started from her own
 JupyterLab, tries to read what she must not: the served repository's
 solutions/, .git and verification specs, the instructor's home with the course
 folder and its gradebook, the hub's database; and `make hub` may not have
 changed the permissions of any folder on the way to the course's Python. The
 instructor presses the formgrader's "Autograde" for a student (the request the
-button sends): the answer points to `make grade` and nothing is graded.
+button sends, then the button on its page): the answer points to `make grade`, in
+a dialog not headed "Error", and nothing is graded.
 
 The last test stops the hub as the guide does and cleans up with the guide's
 command: the Unix users the hub created are gone once it stops, their homes
@@ -54,6 +66,7 @@ archived by `make hub-clean`'s code before the test starts, never lost.
 """
 
 import csv
+import html
 import json
 import os
 import pwd
@@ -93,6 +106,10 @@ STATE = {}
 # The guide's commands, as instructor/hub.md and releasing.md show them (the repository's path filled in).
 PENALTY_LINE = 'c.LateSubmissionPlugin.penalty_method = "zero"'
 GUIDE_MAKE_GRADE = [f"make -C {ROOT} grade \\", "    ASSIGNMENT=ex01_by_hand COURSE=$HOME/self-attention"]
+#: The guide's due date: ten minutes before it is typed, so that a submission made just before is late by a little
+#: less than that (the guide's sample line says 9 min 38 s), whenever the guide is followed.
+GUIDE_DUEDATE = ["nbgrader db assignment add ex01_by_hand \\",
+                 "    --duedate=\"$(date -u -d '10 minutes ago' '+%Y-%m-%d %H:%M:%S UTC')\""]
 
 
 def missing():
@@ -448,9 +465,10 @@ def test_a_term_on_the_hub(hub, student, teacher):
         item(student, "submitted_assignments_list").wait_for()
 
     # 3. The due date (before her submission: she is late), collect, make grade; all typed.
-    due = (datetime.now(timezone.utc) - timedelta(minutes=10)).strftime("%Y-%m-%d %H:%M:%S UTC")
+    guide = (ROOT / "instructor" / "hub.md").read_text()
+    assert all(line in guide for line in GUIDE_DUEDATE + GUIDE_MAKE_GRADE[1:]), "the guide's commands changed"
     with Timer("instructor records the due date, collects and runs make grade in the terminal"):
-        out = terminal.type(f"nbgrader db assignment add {ASSIGNMENT} \\", f'    --duedate="{due}"')
+        out = terminal.type(*GUIDE_DUEDATE)
         out += terminal.type(f"nbgrader collect {ASSIGNMENT}")
         submitted = hubtools.course_folder() / "submitted" / STUDENT / ASSIGNMENT
         assert (submitted / f"{ASSIGNMENT}.ipynb").is_file(), f"nothing collected into {submitted}:\n{out}"
@@ -462,7 +480,7 @@ def test_a_term_on_the_hub(hub, student, teacher):
         rows = {row["student_id"]: row for row in csv.DictReader(file)}
     row = rows[STUDENT]
     assert (float(row["raw_score"]), float(row["late_submission_penalty"]), float(row["score"])) == (raw, raw, 0), row
-    assert 9 * 60 < float(row["seconds_late"]) < 60 * 60, row
+    assert 5 * 60 < float(row["seconds_late"]) < 11 * 60, row  # due ten minutes before it was typed
 
     # 4. The formgrader, from JupyterLab's menu; math typeset; a comment.
     with Timer("instructor opens Nbgrader > Formgrader and the submission in Manual Grading"):
@@ -528,6 +546,161 @@ def test_a_term_on_the_hub(hub, student, teacher):
     assert hidden & notebook_lines(autograded), "nothing to hide: is the test looking at the right lines?"
     visible = {line.strip() for line in text.splitlines()}
     assert not hidden & visible, f"the feedback shows hidden test lines: {sorted(hidden & visible)[:3]}"
+
+
+# What a hostile student's notebook tries at the instructor's address: mark every window it can reach, read the
+# _xsrf cookie, and with it write a file into the instructor's home over Jupyter's contents API.
+PAYLOAD = """(function (kind) {
+  [window, window.parent, window.top].forEach(function (w) {
+    try { w.__hostile = (w.__hostile || []).concat([kind]); } catch (e) {}
+  });
+  var xsrf = (document.cookie.match(/_xsrf=([^;]*)/) || [])[1] || "";
+  fetch("/user/instructor/api/contents/hostile-" + kind + ".txt", {method: "PUT", credentials: "include",
+    headers: {"Content-Type": "application/json", "X-XSRFToken": decodeURIComponent(xsrf)},
+    body: JSON.stringify({type: "file", format: "text", content: kind + " " + document.cookie})});
+})"""
+HOSTILE_KINDS = ("html-onerror", "javascript-output", "markdown-img", "markdown-script")
+HOSTILE = "grace"  # hands in a notebook that attacks the instructor's pages
+PLANTER = "alan"  # plants links in the exchange's inbound/
+
+
+def hostile_cells():
+    """A code cell whose outputs are an HTML <img onerror> and a Javascript(), and a Markdown cell with
+    <img onerror> and <script>: each runs PAYLOAD with its kind, wherever it runs."""
+    def call(kind):
+        return PAYLOAD.replace("\n", " ") + f"('{kind}')"
+
+    def img(kind):
+        return f'<img src="x" onerror="{html.escape(call(kind))}">'
+
+    code = ("from IPython.display import HTML, Javascript, display\n"
+            f"display(HTML({img('html-onerror')!r}))\n"
+            f"display(Javascript({call('javascript-output')!r}))\n")
+    markdown = (f"A note on my answer.\n\n<div>{img('markdown-img')}</div>\n\n"
+                f"<script>{call('markdown-script')}</script>\n")
+    return [nbformat.v4.new_code_cell(code), nbformat.v4.new_markdown_cell(markdown)]
+
+
+def hostile_marks(page):
+    """What PAYLOAD left: markers in every frame of ``page`` and files in the instructor's home."""
+    marks = {}
+    for frame in page.frames:
+        try:
+            found = frame.evaluate("() => window.__hostile || []")
+        except Exception:  # a frame that went away, or one Playwright cannot reach
+            continue
+        if found:
+            marks[frame.url] = found
+    files = sorted(p.name for p in hubtools.home(hubtools.INSTRUCTOR).glob("hostile-*"))
+    return marks, files
+
+
+def test_what_students_hand_in_takes_nothing_from_the_instructor(hub, teacher):
+    """A student's notebook with script in it (HTML output with onerror, a Javascript output, Markdown with
+    <img onerror> and <script>) is collected, graded and opened in the formgrader and, as feedback, in the
+    instructor's JupyterLab with Trust HTML: nothing of it runs at the instructor's address. Another student
+    plants, from his own processes, submission folders in the exchange's inbound/: one whose notebook is a
+    symbolic link to the course's solution (with a forged timestamp.txt), then one that is itself a link to
+    the first student's submitted folder: collect takes neither, and make grade gives him nothing."""
+    if hub is None:
+        return  # it ran, and passed, as root through sudo (run_as_root)
+    hubtools.wait_for_setup()
+    course = hubtools.course_folder()
+    # The hostile notebook: the reference answers (full marks), with the attack cells at the end.
+    with Timer("a hostile student fetches, answers and submits (her own processes)"):
+        hubtools.as_user(HOSTILE, [BIN / "nbgrader", "fetch_assignment", ASSIGNMENT, "--log-level=WARN"])
+        notebook = hubtools.home(HOSTILE) / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+        nb = fill_release(notebook, solution_code(SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"))
+        nb.cells.extend(hostile_cells())
+        hubtools.as_user(HOSTILE, ["tee", notebook], input=nbformat.writes(nb), stdout=subprocess.DEVNULL)
+        hubtools.as_user(HOSTILE, [BIN / "nbgrader", "submit", ASSIGNMENT, "--log-level=WARN"],
+                         cwd=hubtools.home(HOSTILE))
+    # The planted links, made by the other student (in his view: paths as the instructor's collect will see them).
+    inbound = hubtools.EXCHANGE / hubtools.COURSE_ID / "inbound"
+    solution = course / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    stamp = (datetime.now(timezone.utc) - timedelta(hours=2)).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+    plant_file = inbound / f"{PLANTER}+{ASSIGNMENT}+{stamp}+planted1"
+    hubtools.as_user(PLANTER, ["sh", "-c", 'mkdir "$1" && ln -s "$2" "$1/$3" && echo "$4" > "$1/timestamp.txt"',
+                               "plant", plant_file, solution, f"{ASSIGNMENT}.ipynb", stamp])
+    with Timer("the instructor collects (a link to the solution is planted)"):
+        first = hubtools.as_user(hubtools.INSTRUCTOR, [BIN / "nbgrader", "collect", ASSIGNMENT], cwd=course,
+                                 check=False, capture_output=True)
+    assert (course / "submitted" / HOSTILE / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file(), first.stderr
+    problems = []  # every attack is tried, and every one that worked is reported
+    taken = course / "submitted" / PLANTER
+    if taken.exists():
+        problems.append(f"nbgrader collect took {PLANTER}'s planted link to the solution: "
+                        f"{sorted(p.name for p in taken.rglob('*'))}")
+    if "Not collecting" not in first.stderr + first.stdout:
+        problems.append(f"nbgrader collect said nothing of the planted link:\n{first.stderr[-1500:]}")
+    later = (datetime.now(timezone.utc) - timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+    plant_folder = inbound / f"{PLANTER}+{ASSIGNMENT}+{later}+planted2"
+    hubtools.as_user(PLANTER, ["ln", "-s", course / "submitted" / STUDENT / ASSIGNMENT, plant_folder])
+    with Timer("the instructor collects --update (a link to another student's submission is planted)"):
+        second = hubtools.as_user(hubtools.INSTRUCTOR, [BIN / "nbgrader", "collect", "--update", ASSIGNMENT],
+                                  cwd=course, check=False, capture_output=True)
+    theirs = course / "submitted" / PLANTER / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    if theirs.is_file() and theirs.read_bytes() == (course / "submitted" / STUDENT / ASSIGNMENT /
+                                                    f"{ASSIGNMENT}.ipynb").read_bytes():
+        problems.append(f"nbgrader collect took {PLANTER}'s link to {STUDENT}'s submitted folder")
+    with Timer("make grade with the hostile notebook and the planted links"):
+        graded = hubtools.as_user(hubtools.INSTRUCTOR, ["make", "-C", ROOT, "grade", f"ASSIGNMENT={ASSIGNMENT}",
+                                                        f"COURSE={course}"], cwd=course, check=False,
+                                  capture_output=True)
+    assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
+    total = max_score()
+    assert f"{HOSTILE}: {total:g} / {total:g}" in graded.stdout, graded.stdout[-3000:]
+    planter = [line for line in graded.stdout.splitlines() if re.search(rf"\b{PLANTER}: \d", line)]
+    if planter:
+        problems.append(f"make grade graded {PLANTER}: {planter}")
+    leaked = [str(page.relative_to(course)) for page in (course / "feedback").rglob("*.html")
+              if "BEGIN SOLUTION" in page.read_text()]
+    if leaked:
+        problems.append(f"solution text in feedback: {leaked}")
+
+    # The hostile submission in the formgrader (in JupyterLab's tab), then its feedback in JupyterLab, trusted.
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        submission_id = gb.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, HOSTILE).id
+    with Timer("the instructor opens the hostile submission in the formgrader"):
+        teacher.goto(f"{hub}/user/{hubtools.INSTRUCTOR}/lab")
+        teacher.wait_for_selector(".jp-LabShell #jp-main-dock-panel")
+        menu(teacher, "Nbgrader", "Formgrader")
+        deadline = time.monotonic() + 60
+        while not [f for f in teacher.frames if "/formgrader" in f.url] and time.monotonic() < deadline:
+            teacher.wait_for_timeout(200)
+        frame = [f for f in teacher.frames if "/formgrader" in f.url][-1]
+        frame.goto(f"{hub}/user/{hubtools.INSTRUCTOR}/formgrader/submissions/{submission_id}/")
+        frame.wait_for_selector("mjx-container")  # the page's own scripts run: its math is typeset
+        frame.wait_for_load_state("load")  # every image, the student's broken ones too, has loaded or failed
+        teacher.wait_for_timeout(500)  # (Playwright routes the requests a payload would send)
+    assert frame.locator("textarea.comment").count() > 0, "the formgrader's grading view did not render"
+    served = teacher.request.get(f"{hub}/user/{hubtools.INSTRUCTOR}/formgrader/submissions/{submission_id}/"
+                                 f"{ASSIGNMENT}.ipynb")
+    policy = served.headers.get("content-security-policy", "")
+    if served.status != 200:
+        problems.append(f"the formgrader did not serve the submission's notebook: HTTP {served.status}")
+    elif not re.search(r"(^|;)\s*sandbox\s*(;|$)", policy):
+        problems.append(f"the formgrader serves a submission's files unsandboxed: {policy!r}")
+    marks = hostile_marks(teacher)
+    if marks != ({}, []):
+        problems.append(f"the hostile notebook ran in the formgrader: {marks}")
+    for left in hubtools.home(hubtools.INSTRUCTOR).glob("hostile-*"):
+        left.unlink()  # (so that the next view is judged on its own)
+    feedback = (course / "feedback" / HOSTILE / ASSIGNMENT / f"{ASSIGNMENT}.html").relative_to(
+        hubtools.home(hubtools.INSTRUCTOR))
+    with Timer("the instructor opens the hostile feedback in JupyterLab and trusts it"):
+        teacher.goto(f"{hub}/user/{hubtools.INSTRUCTOR}/lab/tree/{feedback}")
+        teacher.locator(".jp-HTMLViewer:visible").wait_for()
+        teacher.locator(".jp-Toolbar:visible").get_by_text("Trust HTML", exact=True).click()
+        page = teacher.frame_locator(".jp-HTMLViewer:visible iframe")
+        page.locator("mjx-container").first.wait_for()  # trusted, the page's own scripts typeset its math
+        teacher.wait_for_timeout(500)
+    marks = hostile_marks(teacher)
+    if marks != ({}, []):
+        problems.append(f"the hostile feedback ran in the instructor's JupyterLab: {marks}")
+    assert not problems, "\n".join(problems)
 
 
 # Runs `code` in a new kernel of the JupyterLab open in the page, over Jupyter's kernel
@@ -650,6 +823,15 @@ def test_the_formgraders_autograde_button_points_to_make_grade(hub, teacher):
     message = f"{answer.get('log', '')}{answer.get('error', '')}"
     assert answer["success"] is False, f"the formgrader autograded {STUDENT}'s submission:\n{message[-1500:]}"
     assert "make grade" in message, f"the formgrader's answer does not point to make grade:\n{message[-1500:]}"
+    assert snapshot() == before, "the formgrader's Autograde changed autograded/"
+    with Timer("the instructor presses Autograde on the Manage Submissions page"):
+        teacher.goto(f"{formgrader}/manage_submissions/{ASSIGNMENT}")
+        teacher.locator("tr", has_text=STUDENT).locator(".autograde a").first.click()
+        dialog = teacher.locator(".modal-dialog:visible")
+        dialog.wait_for()
+    title, shown = dialog.locator(".modal-title").inner_text(), dialog.inner_text()
+    assert "error" not in title.lower(), f"the answer to Autograde is headed {title!r}:\n{shown}"
+    assert "make grade" in shown and "Nothing was graded" in shown, shown
     assert snapshot() == before, "the formgrader's Autograde changed autograded/"
 
 

@@ -184,6 +184,12 @@ class GuardedCollect(ExchangeCollect):
 
     def refusal(self, path, username):
         """Why the folder at ``path`` is not collected for ``username``, or None."""
+        if self.check_owner:
+            try:
+                pwd.getpwnam(username)
+            except KeyError:
+                return (f"no Unix user {username} exists to own it (on a hub whose users are not Unix users of "
+                        "this machine, set c.ExchangeCollect.check_owner = False)")
         walker = self._walker(username)
         try:
             fd = walker.open_top(path)

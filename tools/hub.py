@@ -680,8 +680,8 @@ def setup(ip="127.0.0.1", port=8000, hub_port=None, api_port=None):
     os.chmod(HUB, 0o755)
     TERM.mkdir(exist_ok=True)
     os.chmod(TERM, 0o755)
-    ensure_proxy()
     check_venv_scripts()
+    ensure_proxy()
     if is_root():
         check_shared()
         ensure_users()
