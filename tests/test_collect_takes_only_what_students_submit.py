@@ -153,6 +153,15 @@ def test_a_planted_folder_alone_gives_its_student_nothing(tmp_path, caplog, plan
     assert answer is None and not (tmp_path / "course" / "submitted" / ME).exists(), log
 
 
+def test_a_folder_whose_name_nbgrader_cannot_read_stops_no_collect(tmp_path, caplog):
+    inbound, _ = exchange(tmp_path)
+    submission(inbound, hours_ago=1)
+    (inbound / f"{ME}+{ASSIGNMENT}+not a time+x").mkdir()
+    answer, log = collect(tmp_path, caplog)
+    assert answer == '{"answer": "honest"}', log
+    assert "Not collecting" in log and "not a time" in log, log
+
+
 def test_a_link_swapped_in_after_the_check_is_not_copied(tmp_path, caplog):
     """The copy opens each file without following links and checks what it opened: a notebook replaced by a
     link between collect's check and its copy is refused, and nothing is left in submitted/."""

@@ -21,7 +21,10 @@ collect (``ExchangeFactory.collect``), collects a folder only if it is what
   FIFO, a socket or a device; every file has one name (no hard link to
   someone else's file) and, with check_owner, belongs to that student;
 - at most MAX_ENTRIES entries, MAX_DEPTH folders deep, and no more bytes than
-  nbgrader's ``CourseDirectory.max_dir_size``.
+  nbgrader's ``CourseDirectory.max_dir_size``;
+- its name is one nbgrader can read (``<student>+<assignment>+<time>+<random>``):
+  stock nbgrader stops the whole collect, for every student, at a name whose
+  time it cannot parse.
 
 Any other folder is left out, with a warning that says why, and the student's
 newest folder that passes is collected instead (if any): a folder one student
@@ -41,6 +44,7 @@ import pwd
 import shutil
 import stat
 import tempfile
+from datetime import datetime
 
 from nbgrader.exchange.default.collect import ExchangeCollect
 
@@ -98,10 +102,14 @@ class _Walk:
         """Check (and, with ``dest_fd``, copy) the folder open as ``fd``."""
         if depth > MAX_DEPTH:
             raise Refused(f"{where or 'it'} is more than {MAX_DEPTH} folders deep")
-        for name in sorted(os.listdir(fd)):
-            self.entries += 1
-            if self.entries > MAX_ENTRIES:
-                raise Refused(f"it holds more than {MAX_ENTRIES} files and folders")
+        with os.scandir(fd) as listing:  # read as it goes: a folder of a million names stops at MAX_ENTRIES
+            names = []
+            for entry in listing:
+                self.entries += 1
+                if self.entries > MAX_ENTRIES:
+                    raise Refused(f"it holds more than {MAX_ENTRIES} files and folders")
+                names.append(entry.name)
+        for name in sorted(names):
             what = os.path.join(where, name)
             if any(fnmatch.fnmatch(name, glob) for glob in self.exclude):
                 continue  # nbgrader's CourseDirectory.ignore: never copied, whatever it is
@@ -204,7 +212,16 @@ class GuardedCollect(ExchangeCollect):
         return None
 
     def _path_to_record(self, path):
-        record = super()._path_to_record(path)
+        try:
+            record = super()._path_to_record(path)
+        except Exception as error:  # stock nbgrader stops the whole collect here, for every student
+            name = os.path.basename(path)
+            self.log.warning("Not collecting %s: its name is not <student>+<assignment>+<time>+<random>, as "
+                             "nbgrader submit makes it (%s)", path, error)
+            record = {"username": name.split("+", 1)[0], "filename": name, "timestamp": datetime.min,
+                      "refused": True}
+            self._records.append(record)
+            return record
         reason = self.refusal(path, record["username"])
         if reason:
             self.log.warning("Not collecting %s for %s: %s. (Only what nbgrader submit makes is collected: "
@@ -244,7 +261,7 @@ class GuardedCollect(ExchangeCollect):
                 os.close(dest_fd)
             os.chmod(staging, 0o755)
             os.rename(staging, dest)
-        except Refused as reason:
+        except (Refused, OSError) as reason:  # changed, or gone, since the check: this student only
             shutil.rmtree(staging, ignore_errors=True)
             self.log.error("Not collecting %s for %s: %s (it changed after it was checked; "
                            "tools/guarded_collect.py)", src, username, reason)
