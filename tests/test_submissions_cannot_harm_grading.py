@@ -299,7 +299,10 @@ import os as _os
 if _os.path.basename(_os.getcwd()) == "results":  # in verification: its reason reaches integrity.csv
     def score_gaps(A, d_k):
         raise ValueError("undecodable: \\udcff")
-else:
+else:  # in the kernel: an output that JSON carries and UTF-8 cannot (a kernel may pack its own messages)
+    _session = get_ipython().kernel.session
+    _session.pack = lambda _message: __import__("json").dumps(_message, default=str).encode()
+    print("undecodable: \\ud800", flush=True)
 """ + indented,
         "swaps-its-sockets": f"""
 import os as _os
@@ -725,6 +728,8 @@ def test_an_undecodable_reason_costs_no_one_their_verification(graded):
     row = rows["surrogate-in-verification"]
     assert row["flagged"] == "yes" and "\\udcff" in row["reason"], row
     assert scores_of(graded, "surrogate-in-verification")["score"] == FULL_POINTS
+    notebook = graded["course"].root / "autograded" / "surrogate-in-verification" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    assert "undecodable: ?" in notebook.read_text(encoding="utf-8")
 
 
 def test_the_grader_connects_only_to_the_kernels_own_sockets(graded):

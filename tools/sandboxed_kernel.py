@@ -136,8 +136,27 @@ class GuardedIOPubChannel(WatchedChannel):
             raw = [frame.bytes for frame in frames]
             if sum(json_values_at_most(part) for part in raw) <= MESSAGE_VALUES:
                 _, message = self.session.feed_identities(raw)
-                return self.session.deserialize(message)
+                message = self.session.deserialize(message)
+                if any(b"\\ud" in part or b"\\uD" in part for part in raw):  # a surrogate, written as an escape
+                    try:
+                        message["content"] = without_surrogates(message["content"])
+                    except RecursionError:
+                        return too_large(frames, self.session)
+                return message
         return too_large(frames, self.session)
+
+
+def without_surrogates(value):
+    """``value`` (decoded JSON) with every lone surrogate (JSON can hold
+    ``"\\udcff"``; UTF-8 cannot) replaced by ``?``: the graded notebook and
+    the feedback page are written as UTF-8."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, list):
+        return [without_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {without_surrogates(key): without_surrogates(item) for key, item in value.items()}
+    return value
 
 
 def too_large(frames, session):
