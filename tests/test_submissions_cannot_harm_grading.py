@@ -752,7 +752,7 @@ def test_files_left_for_the_grader_are_bounded_in_the_worker(graded):
 
 @pytest.mark.parametrize("student, why", [
     ("many-empty-cells", "cells; a notebook may have at most 1,000"),
-    ("metadata-of-empty-lists", "JSON values; a notebook may hold at most 500,000"),
+    ("metadata-of-empty-lists", "JSON values; a notebook may hold at most 200,000"),
     ("long-timestamp", "timestamp.txt has more than 1,024 bytes"),
     ("hard-links-the-solution", "is a hard link"),
 ])

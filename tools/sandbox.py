@@ -275,9 +275,10 @@ def remove_tree(path) -> None:
         raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(path))
     try:
         while True:
-            folder = None
+            folder, listed = None, 0
             with os.scandir(fd) as entries:
                 for entry in entries:
+                    listed += 1
                     try:
                         os.unlink(entry.name, dir_fd=fd)
                     except FileNotFoundError:
@@ -287,6 +288,8 @@ def remove_tree(path) -> None:
                             raise
                         folder = entry.name  # a folder: go down into it, then list this one again
                         break
+            if folder is None and listed:  # all removed: list it once more, to be sure it is empty
+                continue
             if folder is None:  # empty: remove it from its parent and go up
                 if not names:
                     break
@@ -295,8 +298,12 @@ def remove_tree(path) -> None:
                 fd = parent
                 os.rmdir(names.pop(), dir_fd=fd)
                 continue
-            child = open_folder(folder, fd)
-            if child is None:  # no longer a folder: removed on the next pass
+            try:
+                child = open_folder(folder, fd)
+                if child is None:  # no longer a folder: it goes now, or the removal fails (never a loop)
+                    os.unlink(folder, dir_fd=fd)
+                    continue
+            except FileNotFoundError:  # gone meanwhile
                 continue
             os.close(fd)
             fd = child

@@ -15,8 +15,11 @@ reason the instructor reads) what holds more than a submission may:
   ``MAX_CELLS`` cells (counted once the value count has bounded the decoding);
 - a ``timestamp.txt`` longer than ``MAX_TIMESTAMP_BYTES``.
 
-The course's notebooks have at most 23 cells and a few thousand values; a
-student who adds cells and keeps outputs stays far below both limits.
+The course's notebooks have at most 23 cells and 2,100 values, its chapters
+with their figures at most 4,200 values; a student who adds cells and keeps
+outputs stays far below both limits. At the limit, the worst case measured
+(100,000 empty JSON objects) costs 118 MiB to read, validate and write with
+nbformat 5.11.1.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import re
 import stat
 from pathlib import Path
 
-MAX_JSON_VALUES = 500_000
+MAX_JSON_VALUES = 200_000
 MAX_CELLS = 1_000
 MAX_TIMESTAMP_BYTES = 1024
 MAX_NOTEBOOK_BYTES = 64 * 1024**2  # (the copy's own limit for a whole submission)
