@@ -18,6 +18,13 @@ its folder, floods, forks, secrets, hidden tests smuggled into outputs) may
 cost at most their own points, most of them none. None may change anything
 for anyone else.
 
+Others aim past the byte limits (``beyond_bytes``, ``plant_beyond_bytes``):
+text no file can hold (a lone surrogate), links in place of the kernel's
+sockets, counts (files left for the grader, empty cells) and what few bytes
+decode to (empty lists in a notebook or a display message, a long
+timestamp.txt), and a hard link to the solution in a submitted folder; the
+run's time and its largest worker's memory are printed and bounded.
+
 Run with GRADING_SANDBOX=off to see stock nbgrader fail these tests. The last
 tests check the building blocks on their own: `sandboxed_command`, the copy of
 a submission's folder, a submission's deadline.
@@ -73,7 +80,8 @@ def attacks(course_root: Path, port: int, token: str, host: Path):
     the attack worked; ``leftovers`` below adds those that leave something in
     the kernel's folder for the grader to trip over."""
     solution = f"solutions/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
-    return {**leftovers(course_root, host), **beyond_bytes(host), "overwrites-gradebook": overwrite_gradebook(course_root), **{
+    return {**leftovers(course_root, host), **beyond_bytes(host),
+            "overwrites-gradebook": overwrite_gradebook(course_root), **{
         "reads-solution": f"""
 import json as _json
 for _path in ["../../../{solution}", "{course_root}/{solution}", "{ROOT}/{solution}"]:
@@ -969,6 +977,33 @@ def test_copying_a_submission_follows_no_link_and_opens_no_pipe(tmp_path):
     os.link(secret, source / "hard-link.txt")  # (a file of the solutions, another student's)
     with pytest.raises(CopyRefused, match="hard-link.txt .* is a hard link"):
         copy_regular(source, tmp_path / "linked")
+
+
+def test_json_values_are_bounded_from_the_bytes_in_linear_time():
+    """json_values_at_most, which decides what a notebook and a kernel's message may decode to, is an
+    upper bound on the values (keys included) of any JSON, ignores what strings hold, and takes time
+    in proportion to the bytes even for text that never closes a string (a pattern that backtracks
+    would take hours on 2 MiB of escaped quotes: a kernel's message may hold that)."""
+    import json
+
+    from tools.submission_limits import json_values_at_most
+
+    def values(doc):
+        if isinstance(doc, dict):
+            return 1 + sum(1 + values(v) for v in doc.values())
+        if isinstance(doc, list):
+            return 1 + sum(values(v) for v in doc)
+        return 1
+
+    documents = [{}, [], [[]] * 1000, [{}] * 1000, {"a": [1, {"b": None}], "c": "x,y:[{"}, "q\\\",[{:",
+                 {"cells": [{"cell_type": "code", "source": ["a = [1, 2]\n", "b = {'k': 3}"]}] * 50}]
+    for doc in documents:
+        for text in (json.dumps(doc), json.dumps(doc, indent=1), json.dumps(doc, separators=(",", ":"))):
+            assert values(doc) <= json_values_at_most(text.encode()), text[:200]
+    assert json_values_at_most(json.dumps("[" * 10_000 + "," * 10_000).encode()) == 1
+    start = time.process_time()
+    json_values_at_most(b'"' + b'\\"' * 20_000)  # one string that never ends
+    assert time.process_time() - start < 1.0
 
 
 def test_removing_what_a_kernel_left_changes_modes_through_handles_and_lists_each_folder_once(
