@@ -288,7 +288,8 @@ if _found:
 # What the attacks on counts and decoded sizes send or leave (tests below): each is a scaled-down
 # version of what was found to get through (issue 35), large enough to cost the unfixed grader dearly.
 RESULT_FILES = 20_000  # files the verification leaves (100,000 cost the main process 122 s)
-EMPTY_CELLS = 20_000  # empty code cells added (100,000: 148 s of the main process and full marks)
+EMPTY_CELLS = 2_000  # empty code cells added (100,000: 148 s of the main process and full marks; past
+# about 12,000 the value count refuses them first, so fewer show the cell count at work)
 EMPTY_LISTS = 2_000_000  # empty JSON lists in one cell's metadata (6 MiB; 24 MiB took a worker to 3.1 GiB)
 TIMESTAMP_BYTES = 8 * 1024**2  # a timestamp.txt (24 MiB took a worker to 1.5 GiB)
 DISPLAY_LISTS = 3_900_000  # empty lists in each of 3 display messages of about 16 MiB (724 MiB for the worker)
@@ -348,7 +349,7 @@ for _lists in [{DISPLAY_LISTS}] * 3 + [480_000]:  # three of about 16 MiB, one o
 
 def plant_beyond_bytes(course):
     """Submissions whose notebook or timestamp is made after it was written as the others are: a
-    notebook of 20,000 empty cells, one whose metadata holds 2 million empty lists, a timestamp.txt of
+    notebook of 2,000 empty cells, one whose metadata holds 2 million empty lists, a timestamp.txt of
     8 MiB, and a notebook that is a hard link to the solution's (which no student owns on a hub)."""
     import json
 
@@ -765,7 +766,7 @@ def test_files_left_for_the_grader_are_bounded_in_the_worker(graded):
     ("hard-links-the-solution", "is a hard link"),
 ])
 def test_what_decodes_past_a_submissions_bounds_is_refused_before_grading(graded, student, why):
-    """Counted before anything is decoded: a notebook of 20,000 empty cells or of 2 million empty lists,
+    """Counted before anything is decoded: a notebook of 2,000 empty cells or of 2 million empty lists,
     an 8 MiB timestamp.txt, a notebook that is a hard link to the solution's. Each is NOT GRADED with
     its reason and flagged; no feedback of it shows the solution."""
     assert why in not_graded_reason(graded, student)
