@@ -308,11 +308,13 @@ import os as _os
 if _os.path.basename(_os.getcwd()) == "results":  # in verification: its reason reaches integrity.csv
     def score_gaps(A, d_k):
         raise ValueError("undecodable: \\udcff")
-else:  # in the kernel: an output that JSON carries and UTF-8 cannot (a kernel may pack its own messages)
-    _session = get_ipython().kernel.session
-    _session.pack = lambda _message: __import__("json").dumps(_message, default=str).encode()
-    print("undecodable: \\ud800", flush=True)
+else:
 """ + indented,
+        "surrogate-in-output": """
+_session = get_ipython().kernel.session  # an output that JSON carries and UTF-8 cannot: it packs its own messages
+_session.pack = lambda _message: __import__("json").dumps(_message, default=str).encode()
+print("undecodable: \\ud800", flush=True)
+""" + ANSWER,
         "swaps-its-sockets": f"""
 import os as _os
 from ipykernel import get_connection_file as _connection
@@ -737,8 +739,33 @@ def test_an_undecodable_reason_costs_no_one_their_verification(graded):
     row = rows["surrogate-in-verification"]
     assert row["flagged"] == "yes" and "\\udcff" in row["reason"], row
     assert scores_of(graded, "surrogate-in-verification")["score"] == FULL_POINTS
-    notebook = graded["course"].root / "autograded" / "surrogate-in-verification" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+
+
+def test_an_undecodable_output_is_written_escaped(graded):
+    """A kernel output holding a lone surrogate (a kernel that packs its own messages can send one):
+    graded as usual, the surrogate replaced in the graded notebook and the feedback."""
+    assert scores_of(graded, "surrogate-in-output")["score"] == FULL_POINTS
+    assert integrity_rows(graded)["surrogate-in-output"]["flagged"] == "no"
+    notebook = graded["course"].root / "autograded" / "surrogate-in-output" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     assert "undecodable: ?" in notebook.read_text(encoding="utf-8")
+
+
+def test_integrity_csv_and_the_report_take_any_text(tmp_path):
+    """write_csv and the report escape what UTF-8 cannot hold (the unit under the shared run's
+    surrogate-in-verification): one reason cannot cost the class its integrity.csv."""
+    import io
+
+    from tools.verify import CellVerdict, Verdict, report, write_csv
+
+    verdict = Verdict(ASSIGNMENT, "student-\udcff", 10.0, cells=[
+        CellVerdict("test_score_gaps", 4.0, 0.0, 4.0, "ValueError: \udcff\ud800")])
+    path = write_csv(tmp_path / "integrity.csv", [verdict, Verdict(ASSIGNMENT, "honest", 10.0)])
+    text = path.read_text(encoding="utf-8")
+    assert "\\udcff\\ud800" in text and "honest" in text
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    report([verdict], path, 1.0, out)
+    out.flush()
+    assert b"\\udcff" in out.buffer.getvalue()
 
 
 def test_the_grader_connects_only_to_the_kernels_own_sockets(graded):
@@ -809,7 +836,8 @@ def test_attacks_on_counts_and_sizes_cost_bounded_time_and_memory(graded, capsys
     peak = float(next(line for line in graded["proc"].stdout.splitlines()
                       if line.startswith("largest worker:")).split()[2])
     costs = {student: worker_seconds(graded, student)
-             for student in ["surrogate-in-verification", "swaps-its-sockets", "fills-verification-folder",
+             for student in ["surrogate-in-verification", "surrogate-in-output", "swaps-its-sockets",
+                             "fills-verification-folder", "reads-command-lines",
                              "displays-empty-lists", *PLANTED_BEYOND_BYTES]}
     with capsys.disabled():
         print(f"\nattack run: {len(graded['attacks']) + len(PLANTED_BEYOND_BYTES) + 3} submissions in "

@@ -19,10 +19,12 @@ grade``, by hand, or from the formgrader — runs student code this way:
 - ``SandboxedExecute`` bounds what a notebook's outputs may hold, in bytes per
   cell and per notebook: past that, output that cannot change a grade is
   dropped (with a note saying so), and what can (an error, stderr, a result)
-  is kept, shortened; a single message larger than ``MESSAGE_BYTES`` is never
-  decoded. The grading worker's memory stays bounded whatever a notebook
-  prints: by these budgets, plus one message, which the kernel's own memory
-  limit bounds.
+  is kept, shortened; a single message larger than ``MESSAGE_BYTES``, or
+  holding more than ``MESSAGE_VALUES`` JSON values (counted on its raw
+  frames), is never decoded. The grading worker's memory stays bounded
+  whatever a notebook prints: by these budgets, plus one decoded message of
+  at most those sizes and the frames of at most RECEIVE_QUEUE messages of at
+  most MAX_MESSAGE_BYTES (instructor/protections.md gives the measured cost).
 - ``SandboxedExecute`` keeps grading when the kernel dies (``os._exit``, CPU
   limit) or stops answering (an endless loop that ignores interrupts): the cell
   that was running and every later cell score 0 with a message that says why,
