@@ -311,9 +311,11 @@ if _os.path.basename(_os.getcwd()) == "results":  # in verification: its reason 
 else:
 """ + indented,
         "surrogate-in-output": """
-_session = get_ipython().kernel.session  # an output that JSON carries and UTF-8 cannot: it packs its own messages
-_session.pack = lambda _message: __import__("json").dumps(_message, default=str).encode()
-print("undecodable: \\ud800", flush=True)
+import os as _os
+if _os.path.basename(_os.getcwd()) != "results":  # in the kernel (verification has none)
+    _session = get_ipython().kernel.session  # an output JSON carries and UTF-8 cannot: it packs its own messages
+    _session.pack = lambda _message: __import__("json").dumps(_message, default=str).encode()
+    print("undecodable: \\ud800", flush=True)
 """ + ANSWER,
         "swaps-its-sockets": f"""
 import os as _os
