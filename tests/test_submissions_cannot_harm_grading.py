@@ -18,6 +18,13 @@ its folder, floods, forks, secrets, hidden tests smuggled into outputs) may
 cost at most their own points, most of them none. None may change anything
 for anyone else.
 
+Others aim past the byte limits (``beyond_bytes``, ``plant_beyond_bytes``):
+text no file can hold (a lone surrogate), links in place of the kernel's
+sockets, counts (files left for the grader, empty cells) and what few bytes
+decode to (empty lists in a notebook or a display message, a long
+timestamp.txt), and a hard link to the solution in a submitted folder; the
+run's time and its largest worker's memory are printed and bounded.
+
 Run with GRADING_SANDBOX=off to see stock nbgrader fail these tests. The last
 tests check the building blocks on their own: `sandboxed_command`, the copy of
 a submission's folder, a submission's deadline.
@@ -32,6 +39,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -72,7 +80,8 @@ def attacks(course_root: Path, port: int, token: str, host: Path):
     the attack worked; ``leftovers`` below adds those that leave something in
     the kernel's folder for the grader to trip over."""
     solution = f"solutions/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
-    return {**leftovers(course_root, host), "overwrites-gradebook": overwrite_gradebook(course_root), **{
+    return {**leftovers(course_root, host), **beyond_bytes(host),
+            "overwrites-gradebook": overwrite_gradebook(course_root), **{
         "reads-solution": f"""
 import json as _json
 for _path in ["../../../{solution}", "{course_root}/{solution}", "{ROOT}/{solution}"]:
@@ -276,6 +285,97 @@ if _found:
     }
 
 
+# What the attacks on counts and decoded sizes send or leave (tests below): each is a scaled-down
+# version of what was found to get through (issue 35), large enough to cost the unfixed grader dearly.
+RESULT_FILES = 20_000  # files the verification leaves (100,000 cost the main process 122 s)
+EMPTY_CELLS = 2_000  # empty code cells added (100,000: 148 s of the main process and full marks; past
+# about 12,000 the value count refuses them first, so fewer show the cell count at work)
+EMPTY_LISTS = 2_000_000  # empty JSON lists in one cell's metadata (6 MiB; 24 MiB took a worker to 3.1 GiB)
+TIMESTAMP_BYTES = 8 * 1024**2  # a timestamp.txt (24 MiB took a worker to 1.5 GiB)
+DISPLAY_LISTS = 3_900_000  # empty lists in each of 3 display messages of about 16 MiB (724 MiB for the worker)
+ATTACKER_SOCKET = "attacker.sock"  # in ``host``: a socket of the grader's machine, counting who connects
+
+
+def beyond_bytes(host: Path):
+    """{student: score_gaps cell} for submissions that aim past the byte limits: at the text the run
+    writes (a lone surrogate), at the sockets the grader connects to, at counts (files left for the
+    grader) and at what few bytes decode to (a display message of empty lists). Each defines score_gaps
+    as the solution does, in the kernel at least, so its grade is comparable."""
+    indented = "\n".join("    " + line for line in ANSWER.splitlines()) + "\n"
+    return {
+        "surrogate-in-verification": """
+import os as _os
+if _os.path.basename(_os.getcwd()) == "results":  # in verification: its reason reaches integrity.csv
+    def score_gaps(A, d_k):
+        raise ValueError("undecodable: \\udcff")
+else:
+""" + indented,
+        "surrogate-in-output": """
+import os as _os
+if _os.path.basename(_os.getcwd()) != "results":  # in the kernel (verification has none)
+    _session = get_ipython().kernel.session  # an output JSON carries and UTF-8 cannot: it packs its own messages
+    _session.pack = lambda _message: __import__("json").dumps(_message, default=str).encode()
+    print("undecodable: \\ud800", flush=True)
+""" + ANSWER,
+        "swaps-its-sockets": f"""
+import os as _os
+from ipykernel import get_connection_file as _connection
+_folder = _os.path.dirname(_connection())
+for _name in _os.listdir(_folder):  # every socket the grader connects to becomes a link to another one
+    if _name.startswith("socket-"):
+        _os.rename(_os.path.join(_folder, _name), _os.path.join(_folder, "old-" + _name))
+        _os.symlink({str(host / ATTACKER_SOCKET)!r}, _os.path.join(_folder, _name))
+get_ipython().kernel.shell_stream.socket.context.destroy(linger=0)  # and the grader must reconnect
+""" + ANSWER,
+        "fills-verification-folder": f"""
+import os as _os
+if _os.path.basename(_os.getcwd()) == "results":  # in verification, whose folder the grader reads
+    for _i in range({RESULT_FILES}):
+        open(f"f{{_i}}", "w").close()
+""" + ANSWER,
+        "reads-command-lines": """
+import os as _os
+for _pid in _os.listdir("/proc"):  # its own processes, and other submissions' started since it started
+    if _pid.isdigit():
+        try:
+            print(_pid, open(f"/proc/{_pid}/cmdline", "rb").read().replace(b"\\0", b" ").decode(errors="replace"))
+        except OSError:
+            pass
+""" + ANSWER,
+        "displays-empty-lists": f"""
+_kernel = get_ipython().kernel
+for _lists in [{DISPLAY_LISTS}] * 3 + [480_000]:  # three of about 16 MiB, one of 1.9 MiB
+    _kernel.session.send(_kernel.iopub_socket, "display_data", {{"data": {{"application/json": [[]] * _lists}},
+                         "metadata": {{}}}}, _kernel.get_parent("shell"), ident=b"display_data")
+""" + ANSWER,
+    }
+
+
+def plant_beyond_bytes(course):
+    """Submissions whose notebook or timestamp is made after it was written as the others are: a
+    notebook of 2,000 empty cells, one whose metadata holds 2 million empty lists, a timestamp.txt of
+    8 MiB, and a notebook that is a hard link to the solution's (which no student owns on a hub)."""
+    import json
+
+    folder = lambda student: course.root / "submitted" / student / ASSIGNMENT  # noqa: E731
+    notebook = folder("many-empty-cells") / f"{ASSIGNMENT}.ipynb"
+    nb = nbformat.read(notebook, as_version=4)
+    nb.cells += [nbformat.v4.new_code_cell("") for _ in range(EMPTY_CELLS)]
+    nbformat.write(nb, notebook)
+    notebook = folder("metadata-of-empty-lists") / f"{ASSIGNMENT}.ipynb"
+    data = json.loads(notebook.read_text())
+    data["cells"][0]["metadata"]["lists"] = "LISTS"
+    notebook.write_bytes(json.dumps(data).encode().replace(b'"LISTS"', b"[" + b"[]," * EMPTY_LISTS + b"[]]"))
+    with open(folder("long-timestamp") / "timestamp.txt", "w") as f:
+        f.write("2026-01-01 00:00:00.000000 UTC " + "x" * TIMESTAMP_BYTES)
+    notebook = folder("hard-links-the-solution") / f"{ASSIGNMENT}.ipynb"
+    notebook.unlink()
+    os.link(course.root / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", notebook)
+
+
+PLANTED_BEYOND_BYTES = ("many-empty-cells", "metadata-of-empty-lists", "long-timestamp", "hard-links-the-solution")
+
+
 def overwrite_gradebook(course_root: Path):
     """The score_gaps cell of a student who writes over the course's gradebook.
     (Only the temporary course's: without the sandbox, this attack works.)"""
@@ -337,17 +437,54 @@ def graded(tmp_path_factory):
     token = f"outlives-{uuid.uuid4().hex}"
     server = AnswerServer(ANSWER)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    attacker = CountingSocket(host / ATTACKER_SOCKET)
     try:
         cells = attacks(root, server.server_address[1], token, host)
         env = {**os.environ, **SECRETS}
-        course, proc, scores = grade_course(root, cells, env=env, planted=lambda course: plant(course, host))
+        started = time.monotonic()
+        course, proc, scores = grade_course(root, {**cells, **{student: ANSWER for student in PLANTED_BEYOND_BYTES}},
+                                            env=env, planted=lambda course: plant(course, host))
+        seconds = time.monotonic() - started
     finally:
         server.shutdown()
         server.server_close()
+        attacker.close()
     survivors = processes_with(token)
     for pid in survivors:  # clean up before reporting
         os.kill(pid, signal.SIGKILL)
-    return {"course": course, "proc": proc, "scores": scores, "survivors": survivors, "attacks": cells, "host": host}
+    return {"course": course, "proc": proc, "scores": scores, "survivors": survivors, "attacks": cells, "host": host,
+            "seconds": seconds, "attacker_connections": attacker.connections}
+
+
+class CountingSocket:
+    """A unix socket of the grader's machine that counts the connections it accepts."""
+
+    def __init__(self, path: Path):
+        import socket
+
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(str(path))
+        self.listener.listen(64)
+        self.connections = 0
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            connection.close()
+
+    def close(self):
+        import socket
+
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.listener.close()
 
 
 def plant(course, host: Path):
@@ -362,6 +499,7 @@ def plant(course, host: Path):
     broken.mkdir(parents=True)
     (broken / f"{ASSIGNMENT}.ipynb").write_bytes(b"{ this is not JSON")
     (broken / "timestamp.txt").write_text("2026-01-01 00:00:00.000000 UTC\n")
+    plant_beyond_bytes(course)
 
 
 def processes_with(token):
@@ -400,7 +538,9 @@ def test_make_grade_grades_every_submission_despite_the_attacks(graded):
     assert graded["proc"].returncode == 1, report(graded["proc"])
     assert set(HONEST) | set(graded["attacks"]) <= set(graded["scores"])
     not_graded = [line for line in graded["proc"].stdout.splitlines() if "NOT GRADED" in line]
-    assert len(not_graded) == 1 and "unreadable-notebook" in not_graded[0], report(graded["proc"])
+    refused = {"unreadable-notebook", *PLANTED_BEYOND_BYTES}
+    assert len(not_graded) == len(refused), report(graded["proc"])
+    assert {line.split(":", 1)[0].split()[-1] for line in not_graded} == refused, report(graded["proc"])
 
 
 def test_a_submission_that_fails_to_grade_is_flagged_with_its_reason(graded):
@@ -581,6 +721,134 @@ def test_folders_nested_thousands_deep_cost_only_their_own_submission(graded):
     assert "Traceback" not in graded["proc"].stderr, report(graded["proc"])
 
 
+# --- what few bytes can make the grader do: text, sockets, counts, decoded sizes ---------------
+
+
+def not_graded_reason(graded, student):
+    """Why make grade said ``student`` was NOT GRADED (its line of output), or fail."""
+    lines = [line for line in graded["proc"].stdout.splitlines() if f" {student}: NOT GRADED" in line]
+    assert lines, f"{student} was graded\n{report(graded['proc'])}"
+    return lines[0]
+
+
+def test_an_undecodable_reason_costs_no_one_their_verification(graded):
+    """A verification whose exception holds a lone surrogate: integrity.csv is written, that row is
+    flagged with the surrogate written as an escape, every other row is there."""
+    path = graded["course"].root / "integrity.csv"
+    assert path.is_file(), f"no integrity.csv: {report(graded['proc'])}"
+    rows = integrity_rows(graded)
+    assert set(HONEST) | set(graded["attacks"]) <= set(rows)
+    row = rows["surrogate-in-verification"]
+    assert row["flagged"] == "yes" and "\\udcff" in row["reason"], row
+    assert scores_of(graded, "surrogate-in-verification")["score"] == FULL_POINTS
+
+
+def test_an_undecodable_output_is_written_escaped(graded):
+    """A kernel output holding a lone surrogate (a kernel that packs its own messages can send one):
+    graded as usual, the surrogate replaced in the graded notebook and the feedback."""
+    assert scores_of(graded, "surrogate-in-output")["score"] == FULL_POINTS
+    assert integrity_rows(graded)["surrogate-in-output"]["flagged"] == "no"
+    notebook = graded["course"].root / "autograded" / "surrogate-in-output" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    assert "undecodable: ?" in notebook.read_text(encoding="utf-8")
+
+
+def test_integrity_csv_and_the_report_take_any_text(tmp_path):
+    """write_csv and the report escape what UTF-8 cannot hold (the unit under the shared run's
+    surrogate-in-verification): one reason cannot cost the class its integrity.csv."""
+    import io
+
+    from tools.verify import CellVerdict, Verdict, report, write_csv
+
+    verdict = Verdict(ASSIGNMENT, "student-\udcff", 10.0, cells=[
+        CellVerdict("test_score_gaps", 4.0, 0.0, 4.0, "ValueError: \udcff\ud800")])
+    path = write_csv(tmp_path / "integrity.csv", [verdict, Verdict(ASSIGNMENT, "honest", 10.0)])
+    text = path.read_text(encoding="utf-8")
+    assert "\\udcff\\ud800" in text and "honest" in text
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    report([verdict], path, 1.0, out)
+    out.flush()
+    assert b"\\udcff" in out.buffer.getvalue()
+
+
+def test_the_grader_connects_only_to_the_kernels_own_sockets(graded):
+    """A kernel that puts links in place of its sockets and drops its connections: the grader's
+    reconnections never reach the socket the links name, and the notebook stops within its cells'
+    time limits (the cells after it score nothing)."""
+    assert graded["attacker_connections"] == 0, (
+        f"the grader connected {graded['attacker_connections']} times to the socket a kernel named")
+    assert_attack_failed(graded, "swaps-its-sockets")
+    assert worker_seconds(graded, "swaps-its-sockets") < 6 * CELL_TIMEOUT
+
+
+def test_files_left_for_the_grader_are_bounded_in_the_worker(graded):
+    """20,000 files in the verification's folder: the worker removes them, the main process judges
+    and removes nothing of them, and the row is flagged saying why (nbgrader's points unconfirmed)."""
+    row = integrity_rows(graded)["fills-verification-folder"]
+    assert row["flagged"] == "yes" and "more than 2,000 files" in row["reason"], row
+    assert scores_of(graded, "fills-verification-folder")["score"] == FULL_POINTS
+
+
+@pytest.mark.parametrize("student, why", [
+    ("many-empty-cells", "cells; a notebook may have at most 1,000"),
+    ("metadata-of-empty-lists", "JSON values; a notebook may hold at most 200,000"),
+    ("long-timestamp", "timestamp.txt has more than 1,024 bytes"),
+    ("hard-links-the-solution", "is a hard link"),
+])
+def test_what_decodes_past_a_submissions_bounds_is_refused_before_grading(graded, student, why):
+    """Counted before anything is decoded: a notebook of 2,000 empty cells or of 2 million empty lists,
+    an 8 MiB timestamp.txt, a notebook that is a hard link to the solution's. Each is NOT GRADED with
+    its reason and flagged; no feedback of it shows the solution."""
+    assert why in not_graded_reason(graded, student)
+    row = integrity_rows(graded)[student]
+    assert row["flagged"] == "yes" and why in row["reason"], row
+    assert student not in graded["scores"]
+    feedback = graded["course"].root / "feedback" / student
+    assert not feedback.exists() or b"BEGIN SOLUTION" not in b"".join(
+        p.read_bytes() for p in feedback.rglob("*") if p.is_file())
+
+
+def test_a_kernel_reads_no_command_line_of_the_templates(graded):
+    """The processes a kernel can see by number (its own, other submissions' started since) show it
+    only the Python they run: not the template's socket, not the run's folders."""
+    notebook = (graded["course"].root / "autograded" / "reads-command-lines" / ASSIGNMENT
+                / f"{ASSIGNMENT}.ipynb").read_text()
+    assert "python" in notebook
+    assert "warm_template" not in notebook and "nbgrader-grade-" not in notebook, notebook[-3000:]
+    assert scores_of(graded, "reads-command-lines")["score"] == FULL_POINTS
+
+
+def test_a_message_of_empty_lists_is_never_decoded(graded):
+    """Three display messages of about 16 MiB of empty lists and one of 1.9 MiB (more values than a
+    message may hold): each stands in the notebook as a note; the worker stays small (below)."""
+    notebook = (graded["course"].root / "autograded" / "displays-empty-lists" / ASSIGNMENT
+                / f"{ASSIGNMENT}.ipynb").read_text()
+    assert notebook.count("output left out") == 4, notebook[:2000]
+    assert scores_of(graded, "displays-empty-lists")["score"] == FULL_POINTS
+
+
+def worker_seconds(graded, student) -> float:
+    line = next(line for line in graded["proc"].stdout.splitlines() if f" {student}:" in line)
+    return float(line.rsplit("(", 1)[1].split(" s)")[0])
+
+
+def test_attacks_on_counts_and_sizes_cost_bounded_time_and_memory(graded, capsys):
+    """The whole run, every attacker included, and what each attack beyond bytes cost its worker:
+    printed, and bounded. Each costs its own worker at most a minute (the others keep grading on the
+    other worker); the largest worker stays below 512 MiB."""
+    peak = float(next(line for line in graded["proc"].stdout.splitlines()
+                      if line.startswith("largest worker:")).split()[2])
+    costs = {student: worker_seconds(graded, student)
+             for student in ["surrogate-in-verification", "surrogate-in-output", "swaps-its-sockets",
+                             "fills-verification-folder", "reads-command-lines",
+                             "displays-empty-lists", *PLANTED_BEYOND_BYTES]}
+    with capsys.disabled():
+        print(f"\nattack run: {len(graded['attacks']) + len(PLANTED_BEYOND_BYTES) + 3} submissions in "
+              f"{graded['seconds']:.0f} s; largest worker {peak:.0f} MiB; each attack beyond bytes, seconds of "
+              "its worker: " + ", ".join(f"{student} {seconds:.1f}" for student, seconds in costs.items()))
+    assert peak < 512, f"a grading worker grew to {peak:.0f} MiB"
+    assert max(costs.values()) < 60, costs
+
+
 def hidden_lines():
     """The hidden tests' lines that a student does not see, of some length."""
     from tools.feedback import split_hidden
@@ -736,6 +1004,79 @@ def test_copying_a_submission_follows_no_link_and_opens_no_pipe(tmp_path):
         copy_regular(source, tmp_path / "small", max_bytes=1024**2)
     with pytest.raises(CopyRefused):
         copy_regular(source, tmp_path / "few", max_files=3)
+    (source / "big.bin").unlink()
+    os.link(secret, source / "hard-link.txt")  # (a file of the solutions, another student's)
+    with pytest.raises(CopyRefused, match="hard-link.txt .* is a hard link"):
+        copy_regular(source, tmp_path / "linked")
+
+
+def test_json_values_are_bounded_from_the_bytes_in_linear_time():
+    """json_values_at_most, which decides what a notebook and a kernel's message may decode to, is an
+    upper bound on the values (keys included) of any JSON, ignores what strings hold, and takes time
+    in proportion to the bytes even for text that never closes a string (a pattern that backtracks
+    would take hours on 2 MiB of escaped quotes: a kernel's message may hold that)."""
+    import json
+
+    from tools.submission_limits import json_values_at_most
+
+    def values(doc):
+        if isinstance(doc, dict):
+            return 1 + sum(1 + values(v) for v in doc.values())
+        if isinstance(doc, list):
+            return 1 + sum(values(v) for v in doc)
+        return 1
+
+    documents = [{}, [], [[]] * 1000, [{}] * 1000, {"a": [1, {"b": None}], "c": "x,y:[{"}, "q\\\",[{:",
+                 {"cells": [{"cell_type": "code", "source": ["a = [1, 2]\n", "b = {'k': 3}"]}] * 50}]
+    for doc in documents:
+        for text in (json.dumps(doc), json.dumps(doc, indent=1), json.dumps(doc, separators=(",", ":"))):
+            assert values(doc) <= json_values_at_most(text.encode()), text[:200]
+    assert json_values_at_most(json.dumps("[" * 10_000 + "," * 10_000).encode()) == 1
+    start = time.process_time()
+    json_values_at_most(b'"' + b'\\"' * 20_000)  # one string that never ends
+    assert time.process_time() - start < 1.0
+
+
+def test_removing_what_a_kernel_left_changes_modes_through_handles_and_lists_each_folder_once(
+        tmp_path, monkeypatch):
+    """remove_tree on 2,000 files, closed folders (mode 000), a nested chain and links to a host file:
+    everything goes, the host file keeps its mode, no mode is changed by name (a name can become a link
+    between a check and a chmod: only through a handle on the folder checked), and each folder is
+    listed a bounded number of times, not once per file (100,000 files cost the main process 122 s)."""
+    from tools.sandbox import remove_tree
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text(HOST_SECRET)
+    secret.chmod(0o600)
+    tree = tmp_path / "tree"
+    (tree / "closed" / "inner").mkdir(parents=True)
+    for i in range(2_000):
+        (tree / f"f{i}").touch()
+    for folder in (tree / "closed" / "inner", tree / "closed"):
+        os.symlink(secret, folder / "link.txt")
+        folder.chmod(0)
+    (tree / "a" / "b" / "c").mkdir(parents=True)
+    calls = {"scandir": 0, "chmod": []}
+    scandir, chmod = os.scandir, os.chmod
+
+    def counted_scandir(*args):
+        calls["scandir"] += 1
+        return scandir(*args)
+
+    def recorded_chmod(path, *args, **kwargs):
+        calls["chmod"].append((str(path), kwargs.get("dir_fd")))
+        return chmod(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "scandir", counted_scandir)
+    monkeypatch.setattr(os, "chmod", recorded_chmod)
+    remove_tree(tree)
+    monkeypatch.undo()
+    assert not tree.exists()
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600 and secret.read_text() == HOST_SECRET
+    by_name = [call for call in calls["chmod"] if not call[0].startswith("/proc/self/fd/")]
+    assert not by_name, f"modes changed by name: {by_name}"
+    assert calls["chmod"], "the closed folders were opened without changing their mode"
+    assert calls["scandir"] < 50, f"{calls['scandir']} listings for 6 folders"
 
 
 def test_a_submission_that_blocks_its_worker_is_given_up(tmp_path, monkeypatch):

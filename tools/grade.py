@@ -36,6 +36,7 @@ from pathlib import Path
 
 from .course_settings import CONFIG_FILE, CourseSettings, Layout, course_directory, default_jobs
 from .paths import BIN, ROOT
+from .submission_limits import SubmissionRefused, check_submission
 
 def record_assignments(layout: Layout, names):
     """Make sure the gradebook knows every assignment in ``names`` (nbgrader's
@@ -92,7 +93,9 @@ def copy_regular(source: Path, target: Path, *, max_bytes=COPY_BYTES, max_files=
     opening each without following a link, and return what was left out
     (links, devices, pipes, sockets: their names only; nothing of them is
     opened, read or changed). Raises CopyRefused past ``max_bytes`` or
-    ``max_files``: a submission's files come from its student."""
+    ``max_files``, and for a hard link (a file with more than one name could
+    be the solution's or another student's): a submission's files come from
+    its student."""
     import stat
 
     left_out = []
@@ -117,6 +120,9 @@ def copy_regular(source: Path, target: Path, *, max_bytes=COPY_BYTES, max_files=
                 if stat.S_ISDIR(info.st_mode):
                     copy_folder(fd, into / name)
                 elif stat.S_ISREG(info.st_mode):
+                    if info.st_nlink > 1:  # another name for a file that may not be the student's
+                        raise CopyRefused(f"{name} in {source} is a hard link ({info.st_nlink} names for one "
+                                          "file): a submission's files must be its own")
                     budget["bytes"] -= info.st_size
                     if budget["bytes"] < 0:
                         raise CopyRefused(f"{source} holds more than {max_bytes} bytes")
@@ -200,8 +206,10 @@ def grade_in_private_course(layout: Layout, assignment: str, student: str, snaps
         # What the student submitted: folders and regular files only, bounded.
         left_out = copy_regular(layout.folder("submitted", student, assignment),
                                 private / layout.submitted / student / assignment)
-    except (OSError, CopyRefused) as error:
-        return {"success": False, "log": f"its submitted folder cannot be copied: {error}\n",
+        # ... and no more than a submission may hold once decoded (tools/submission_limits.py).
+        check_submission(private / layout.submitted / student / assignment)
+    except (OSError, CopyRefused, SubmissionRefused) as error:
+        return {"success": False, "log": f"its submission was refused before grading: {error}\n",
                 "seconds": time.monotonic() - start, "phases": {}, "ran": None, "reason": str(error),
                 "peak_kib": peak_kib()}
     if left_out:
@@ -506,13 +514,14 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
             not_graded[assignment, student] = why
             verdicts.pop((assignment, student), None)
             log = result["log"] if isinstance(error, NotGraded) else traceback.format_exc()
-            print(printable(f"  {assignment}  {student}: NOT GRADED ({why}); previous results kept\n{log[-3000:]}")
+            print(printable(f"  {assignment}  {student}: NOT GRADED ({why}); previous results kept "
+                            f"({result.get('seconds', 0.0):.1f} s)\n{log[-3000:]}")
                   .replace("\\n", "\n"), file=out, flush=True)
         finally:
             try:
                 _rmtree(private)
             except Exception as error:  # noqa: BLE001 - what is left is removed with the run's folder, or reported
-                print(f"  (could not remove {private}: {error})", file=out, flush=True)
+                print(printable(f"  (could not remove {private}: {error})"), file=out, flush=True)
 
     todo_now = list(todo)
     context = multiprocessing.get_context("fork")

@@ -12,15 +12,19 @@ grade``, by hand, or from the formgrader — runs student code this way:
   back), has no network and limits on memory, CPU time and processes. It
   talks to nbgrader over unix sockets (ZeroMQ's ``ipc`` transport) in a
   private folder bound into the sandbox, since TCP cannot cross the sandbox's
-  empty network; grading never reads that folder, and removes it without
+  empty network; grading never reads that folder, connects to each socket
+  through a handle taken on it when the kernel made it (``pin_sockets``: a
+  link put in its place later leads nowhere), and removes the folder without
   following links.
 - ``SandboxedExecute`` bounds what a notebook's outputs may hold, in bytes per
   cell and per notebook: past that, output that cannot change a grade is
   dropped (with a note saying so), and what can (an error, stderr, a result)
-  is kept, shortened; a single message larger than ``MESSAGE_BYTES`` is never
-  decoded. The grading worker's memory stays bounded whatever a notebook
-  prints: by these budgets, plus one message, which the kernel's own memory
-  limit bounds.
+  is kept, shortened; a single message larger than ``MESSAGE_BYTES``, or
+  holding more than ``MESSAGE_VALUES`` JSON values (counted on its raw
+  frames), is never decoded. The grading worker's memory stays bounded
+  whatever a notebook prints: by these budgets, plus one decoded message of
+  at most those sizes and the frames of at most RECEIVE_QUEUE messages of at
+  most MAX_MESSAGE_BYTES (instructor/protections.md gives the measured cost).
 - ``SandboxedExecute`` keeps grading when the kernel dies (``os._exit``, CPU
   limit) or stops answering (an endless loop that ignores interrupts): the cell
   that was running and every later cell score 0 with a message that says why,
@@ -56,14 +60,21 @@ from traitlets import Bool, DottedObjectName, Integer, Type, default
 from nbgrader.preprocessors import Execute
 
 from . import sandbox, warm
+from .submission_limits import json_values_at_most
 from .course_settings import KERNEL_CPU_SECONDS, KERNEL_MEMORY_BYTES, NOTEBOOK_SECONDS
 
 TOOLS = Path(__file__).resolve().parent  # the course's tools, which the hidden tests import
 
 
-# The largest IOPub message that is decoded: a larger one stands in the
-# notebook as a note that it was too large (GuardedIOPubChannel).
-MESSAGE_BYTES = 16 * 1024**2
+# The largest IOPub message that is decoded, in bytes and in JSON values
+# (tools/submission_limits.py's bound, counted on the raw frames before
+# anything is decoded): a larger one stands in the notebook as a note that it
+# was too large (GuardedIOPubChannel). Twice a cell's default output budget:
+# what is larger could not be kept whole anyway (an output that can decide a
+# grade is kept as a stand-in of the same kind). instructor/protections.md
+# gives what one such message costs the grader, measured.
+MESSAGE_BYTES = 2 * 1024**2
+MESSAGE_VALUES = 100_000
 # The largest message received at all, and how many may wait in the
 # grader: ZeroMQ drops the connection of a kernel that sends a larger one
 # (the notebook then stops: SandboxedExecute), and a kernel that sends faster
@@ -112,18 +123,42 @@ class WatchedChannel(AsyncZMQSocketChannel):
 
 class GuardedIOPubChannel(WatchedChannel):
     """The IOPub channel, which never decodes a message larger than
-    MESSAGE_BYTES: such a message is received as ZeroMQ frames (not copied
-    into Python) and stands in the notebook as a short output of the same
-    kind saying that it was too large. A notebook that prints a lot at once
-    (a flush of ipykernel's buffer is one message) thus costs the grader at
-    most the size of one message, which the kernel's memory limit bounds."""
+    MESSAGE_BYTES or holding more than MESSAGE_VALUES JSON values (counted
+    on its raw frames): such a message is received as ZeroMQ frames (not
+    decoded) and stands in the notebook as a short output of the same kind
+    saying that it was too large. A notebook that prints a lot at once (a
+    flush of ipykernel's buffer is one message) or sends a message of
+    millions of empty lists thus costs the grader at most one message of
+    MESSAGE_BYTES bytes and MESSAGE_VALUES values decoded, and the frames of
+    one of at most MAX_MESSAGE_BYTES."""
 
     async def _recv(self, **kwargs):
         frames = await self.socket.recv_multipart(copy=False)
         if sum(len(frame) for frame in frames) <= MESSAGE_BYTES:
-            _, message = self.session.feed_identities([frame.bytes for frame in frames])
-            return self.session.deserialize(message)
+            raw = [frame.bytes for frame in frames]
+            if sum(json_values_at_most(part) for part in raw) <= MESSAGE_VALUES:
+                _, message = self.session.feed_identities(raw)
+                message = self.session.deserialize(message)
+                if any(b"\\ud" in part or b"\\uD" in part for part in raw):  # a surrogate, written as an escape
+                    try:
+                        message["content"] = without_surrogates(message["content"])
+                    except RecursionError:
+                        return too_large(frames, self.session)
+                return message
         return too_large(frames, self.session)
+
+
+def without_surrogates(value):
+    """``value`` (decoded JSON) with every lone surrogate (JSON can hold
+    ``"\\udcff"``; UTF-8 cannot) replaced by ``?``: the graded notebook and
+    the feedback page are written as UTF-8."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, list):
+        return [without_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {without_surrogates(key): without_surrogates(item) for key, item in value.items()}
+    return value
 
 
 def too_large(frames, session):
@@ -165,7 +200,70 @@ def too_large(frames, session):
             "metadata": {}, "content": content, "buffers": []}
 
 
-class SandboxedKernelClient(AsyncKernelClient):
+# The kernel's sockets, by channel. It binds them in its private folder,
+# which it can write to: a name there could later be a link to any socket
+# of the grader's machine. So the grader connects to each by a handle on the
+# socket it found there first (``pin_sockets``), never by its name again.
+CHANNELS = ("shell", "iopub", "stdin", "control", "hb")
+SOCKET_WAIT_SECONDS = 60  # how long a starting kernel has to bind its sockets
+_PINNED = {}  # {socket path: O_PATH handle on the socket found there}
+
+
+def pin_sockets(paths) -> dict:
+    """{path: address to connect to} for a kernel's unix sockets ``paths``:
+    ``/proc/self/fd/N``, where N is a handle (``O_PATH | O_NOFOLLOW``) on the
+    socket at ``path``, taken once all of them exist (ipykernel binds them all
+    before it runs any code of the notebook's). Linux connects through such a
+    handle to that very socket: when the kernel later puts a link or another
+    file in its place, ZeroMQ's reconnections still go to the kernel's own
+    socket (refused once it has closed it), never where the link points.
+    Raises RuntimeError if one is not a socket, or if they do not all appear
+    within SOCKET_WAIT_SECONDS."""
+    import stat
+
+    missing = [p for p in paths if p not in _PINNED]
+    deadline = time.monotonic() + SOCKET_WAIT_SECONDS
+    while missing:
+        present = []
+        for path in missing:
+            try:
+                os.lstat(path)
+                present.append(path)
+            except FileNotFoundError:
+                pass
+        if len(present) == len(missing):
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the kernel did not make its sockets within {SOCKET_WAIT_SECONDS} s")
+        time.sleep(0.005)
+    for path in missing:
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+        if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise RuntimeError(f"the kernel's {os.path.basename(path)} is not a socket: the grader does not connect")
+        _PINNED[path] = fd
+    return {path: f"/proc/self/fd/{_PINNED[path]}" for path in paths}
+
+
+def release_sockets():
+    """Close the handles of the sockets of kernels whose private folder is
+    gone: stopped kernels, whose clients stopped their channels since."""
+    for path in [p for p in _PINNED if not os.path.lexists(os.path.dirname(p))]:
+        os.close(_PINNED.pop(path))
+
+
+class PinnedSockets:
+    """For a kernel client or manager on the ``ipc`` transport: every channel
+    connects to the kernel's socket through a pinned handle (``pin_sockets``)."""
+
+    def _make_url(self, channel: str) -> str:
+        if self.transport != "ipc":
+            return super()._make_url(channel)
+        paths = {name: f"{self.ip}-{getattr(self, f'{name}_port')}" for name in CHANNELS}
+        return "ipc://" + pin_sockets(list(paths.values()))[paths[channel]]
+
+
+class SandboxedKernelClient(PinnedSockets, AsyncKernelClient):
     """jupyter_client's client, with shorter waits while a kernel starts.
 
     A forked kernel is ready about 0.1 s after it is asked for; jupyter_client
@@ -224,7 +322,7 @@ class SandboxedKernelClient(AsyncKernelClient):
     wait_for_ready = _async_wait_for_ready  # (AsyncKernelClient binds the base class's function by name)
 
 
-class SandboxedKernelManager(AsyncKernelManager):
+class SandboxedKernelManager(PinnedSockets, AsyncKernelManager):
     """A kernel manager that starts the kernel inside the bubblewrap sandbox,
     in a scratch copy of its working folder (the submission's), with its
     private folder (connection file, sockets) as the only other place it may
@@ -255,6 +353,7 @@ class SandboxedKernelManager(AsyncKernelManager):
     async def _async_pre_start_kernel(self, **kw):
         sandbox.check_available()
         self._remove_private()
+        release_sockets()
         # Short path: a unix socket's path is limited to about 100 characters.
         parent = warm.kernel_private_root() if warm.enabled() else None
         self._private = Path(tempfile.mkdtemp(prefix="nbg-kernel-", dir=parent))

@@ -46,6 +46,7 @@ from pathlib import Path
 
 from .course_settings import CourseSettings, VerificationLimits, default_jobs
 from .paths import BIN, ROOT, verification_spec
+from .submission_limits import check_notebook, tidy_results
 
 HARNESS = Path(__file__).resolve().parent / "verification" / "harness.py"
 SPEC_PACKAGE = "course_checks"  # the name under which each assignment's verification.py is loaded
@@ -138,6 +139,7 @@ def student_cells(notebook_path: Path, solution_ids, known_ids=()):
     """
     if notebook_path.stat().st_size > MAX_NOTEBOOK_BYTES:
         raise ValueError(f"the notebook is larger than {MAX_NOTEBOOK_BYTES} bytes")
+    check_notebook(notebook_path)  # bounded values and cells before it is decoded (a ValueError)
     with open(notebook_path, encoding="utf-8") as f:
         nb = json.load(f)
     known = set(solution_ids) | set(known_ids)
@@ -154,7 +156,8 @@ def student_cells(notebook_path: Path, solution_ids, known_ids=()):
         if not isinstance(source, str):
             continue
         if not isinstance(grade_id, str) or not grade_id:
-            added.setdefault(anchor, []).append(source)
+            if source.strip():  # (an empty cell runs nothing)
+                added.setdefault(anchor, []).append(source)
             continue
         if grade_id in known:
             anchor = grade_id
@@ -357,6 +360,11 @@ def run_checks_in_sandbox(assignment: Assignment, notebook: Path, workdir: Path,
                 status = f"exit status {proc.returncode}"
             except subprocess.TimeoutExpired:
                 status = f"stopped after {assignment.limits.run_seconds:g} s"
+        # What the judge reads and whoever removes the folder removes is bounded here (in make grade's
+        # worker): past tools/submission_limits.py's MAX_RESULT_FILES, nothing is left to judge.
+        refused = tidy_results(results)
+        if refused:
+            cells, problem = None, refused
     return ChecksRan(cells, added, status, problem, time.monotonic() - start)
 
 
@@ -577,7 +585,7 @@ class Verification:
                                                   v.student) for v in done])
         for verdict in sorted(done, key=lambda v: (v.assignment, v.student)):
             if (verdict.assignment, verdict.student) not in scores:
-                print(f"  {verdict.assignment}  {verdict.student}: not in the gradebook, skipped", file=out,
+                print(f"  {verdict.assignment}  {printable(verdict.student)}: not in the gradebook, skipped", file=out,
                       flush=True)
                 continue
             for cell in verdict.cells:
@@ -699,7 +707,8 @@ def write_csv(path: Path, verdicts) -> Path:
             "reason": printable(v.reason),
         }
     partial = path.with_name(f".{path.name}.part")
-    with open(partial, "w", newline="") as f:
+    # (every field escaped: a student id or score from an earlier file as much as this run's reasons)
+    with open(partial, "w", newline="", encoding="utf-8", errors="backslashreplace") as f:
         writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
         writer.writeheader()
         for key in sorted(rows):
@@ -738,8 +747,11 @@ CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 def printable(text) -> str:
     """``text`` with control characters written as escapes: a reason quotes a
     student's exception, which could hold a terminal's escape codes (and hide
-    a flagged row)."""
-    return CONTROL.sub(lambda m: repr(m.group())[1:-1], str(text))
+    a flagged row); and with what UTF-8 cannot encode (a lone surrogate such
+    as ``"\\udcff"``) written as an escape too, so that no file or terminal
+    the run writes to refuses it."""
+    text = str(text).encode("utf-8", "backslashreplace").decode("utf-8")
+    return CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def main(argv=None):

@@ -25,7 +25,9 @@ that becomes a fresh sandbox before it touches the submission:
   first in line for the out-of-memory killer, and the request's limits on
   memory, CPU time, file size and processes;
 - the child is PID 1 of its PID namespace: when it ends, every process it
-  started is killed.
+  started is killed;
+- its command line, which it shares with the template until then (the
+  template's socket, the run's folders), is blanked to the Python it runs.
 
 The child then runs an ipykernel (``kind: kernel``) or the verification
 harness (``kind: harness``) and dies. The template never runs student code,
@@ -218,7 +220,8 @@ def make_sandbox(request, roots):
     # /proc is the template's (a fresh one cannot be mounted here): hide
     # every process that exists now (bubblewrap's, the template, this one,
     # any other request's) behind an empty, read-only folder. Processes
-    # started later are visible by number only: none of them is dumpable.
+    # started later are visible by number only: none of them is dumpable, and
+    # their command lines are blanked (blank_command_line).
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
@@ -299,6 +302,23 @@ def init(request):
             os._exit(128 - code if code < 0 else code)
 
 
+def blank_command_line():
+    """Overwrite, in this process's memory, every argument of its command line
+    but the first with zeros. A forked child's command line (what
+    ``/proc/<pid>/cmdline`` shows any process that sees its number) is the
+    template's: its socket and the run's folders. Blanked, a child shows the
+    others, and every process it starts, only the Python it runs."""
+    with open("/proc/self/stat", "rb") as f:
+        fields = f.read().rsplit(b")", 1)[1].split()
+    start, end = int(fields[45]), int(fields[46])  # arg_start and arg_end (fields 48 and 49 of proc(5))
+    with open("/proc/self/mem", "r+b", buffering=0) as mem:
+        mem.seek(start)
+        first = mem.read(end - start).find(b"\0") + 1
+        if 0 < first < end - start:
+            mem.seek(start + first)
+            mem.write(b"\0" * (end - start - first))
+
+
 def child(request, roots):
     """The forked child: makes the sandbox, whose PID 1 (``init``) runs the payload."""
     try:
@@ -306,6 +326,7 @@ def child(request, roots):
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # no other request's socket, no listener
         os.setsid()
         libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # (to write its own uid_map; not dumpable again below)
+        blank_command_line()
         # First for the out-of-memory killer, before the template; inherited by
         # everything the child starts. (Written now: once not dumpable, its
         # /proc files belong to root, and a user other than root cannot.)
