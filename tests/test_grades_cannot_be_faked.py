@@ -277,7 +277,7 @@ def attacked(graded_course):
         assert csv.DictReader(f).fieldnames == CSV_COLUMNS
     rows = {(r["assignment"], r["student_id"]): r for r in whole.integrity}
     scores = {a: whole.course.scores(a) for a in graded_assignments()}
-    # make grade exited 0 (GradedCourse checks it): no submission failed to grade.
+    # make grade said no submission failed to grade (GradedCourse checks its last line and exit status).
     return {"course": whole.course, "out": whole.out, "failures": 0, "scores": scores, "rows": rows}
 
 

@@ -1,0 +1,141 @@
+"""Promise: a grader that is broken knows it, and says so instead of giving zeros.
+
+Before it grades a student, `make grade` grades the instructor's solution of
+every assignment it grades as a submission of its own, through the same
+sandbox, warm template, nbgrader Autograde and verification
+(tools/self_check.py). Where it loses a point, nobody is graded: nothing is
+written to the gradebook, the run names the assignment, the cell and the error,
+and it exits with status 3. Shown here with a grading environment whose
+`tools` (which the hidden tests import) the sandbox cannot see: the grader's
+Python takes `tools` from a copy of the course under /tmp (a clone, say), whose
+venv's own `tools` is a folder the sandbox does not mount.
+
+Once the grader has proved itself, what remains is judged per submission:
+a hidden test that stops at an import of the grader's own modules is NOT
+GRADED (never a 0, and never a free pass: it is flagged for the instructor);
+integrity.csv flags a grade that verification finds too high or too low; and
+make grade's exit status is 1 whenever anything was flagged or not graded.
+"""
+
+import csv
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from tests.conftest import require_sandbox
+from tools.nbgrader_course import Course, fill_release, solution_code
+from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS
+
+ASSIGNMENT = "ex01_by_hand"  # the cheapest to grade: NumPy only
+RELEASE = EXERCISES / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+ANSWERS = solution_code(SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+
+# Right where verification runs it, wrong in the notebook's kernel (a real IPython
+# kernel's shell): nbgrader gives fewer points than verification confirms.
+WORSE_IN_THE_KERNEL = ANSWERS["scores_by_hand"] + """
+try:
+    if type(get_ipython()).__name__ == "ZMQInteractiveShell":
+        scores_by_hand = scores_by_hand + 1
+except NameError:
+    pass
+"""
+# A student who breaks the hidden tests' import of the grader's module, hoping for NOT GRADED instead of 0.
+BREAKS_THE_GRADERS_MODULE = ANSWERS["score_gaps"] + """
+import sys
+sys.modules["tools.verification.in_kernel"] = None
+"""
+
+
+def grade(root, *assignments, env=None, cwd=ROOT):
+    proc = subprocess.run([str(BIN / "python"), "-m", "tools.grade", "--course", str(root), "--jobs", "2",
+                           *assignments], cwd=cwd, env=env, text=True, capture_output=True, timeout=900)
+    return proc
+
+
+def said(proc):
+    return f"make grade said (exit status {proc.returncode}):\n{proc.stdout[-5000:]}\n{proc.stderr[-3000:]}"
+
+
+def course_of(root, submissions):
+    course = Course(root, [ASSIGNMENT])
+    for student, cells in submissions.items():
+        course.submit(student, ASSIGNMENT, fill_release(RELEASE, {**ANSWERS, **cells}))
+    return course
+
+
+def integrity(root):
+    with open(root / "integrity.csv", newline="") as f:
+        return {row["student_id"]: row for row in csv.DictReader(f)}
+
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory):
+    """One assignment graded by a grader whose `tools` the sandbox cannot import."""
+    require_sandbox("the grader's self-check tests")
+    root = tmp_path_factory.mktemp("broken-grader-course")
+    course = course_of(root, {"honest": {}, "blank": {name: "" for name in ANSWERS}})
+    # Another copy of the course under /tmp, whose tools/ the grader's Python imports first and whose .venv is
+    # this one: inside the sandbox (a /tmp of its own), that venv's `tools` is a folder nothing mounts.
+    clone = tmp_path_factory.mktemp("clone")
+    shutil.copytree(ROOT / "tools", clone / "tools", ignore=shutil.ignore_patterns("__pycache__"))
+    os.symlink(ROOT / ".venv", clone / ".venv")
+    env = {**os.environ, "PYTHONPATH": str(clone)}
+    proc = grade(root, ASSIGNMENT, env=env, cwd=clone)
+    return {"proc": proc, "course": course, "root": root}
+
+
+def test_a_broken_grader_grades_nobody_and_says_why(broken):
+    proc = broken["proc"]
+    assert proc.returncode == 3, said(proc)
+    assert "NOBODY GRADED" in proc.stdout, said(proc)
+    failed = [line for line in proc.stdout.splitlines() if line.strip().startswith(f"{ASSIGNMENT}: FAILED")]
+    assert failed, said(proc)
+    assert re.search(r"cell test_\w+ 0 / \d+ \(ModuleNotFoundError: No module named 'tools", failed[0]), said(proc)
+    assert broken["course"].scores(ASSIGNMENT) == {}, "a student was graded by a grader that failed its self-check"
+    for written in ("grades.csv", "integrity.csv", "autograded", "feedback"):
+        assert not (broken["root"] / written).exists(), f"{written} was written: {said(proc)}"
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory):
+    """A working grader: the reference passes; one submission is graded lower
+    in the notebook than verification confirms, one breaks the hidden tests'
+    import of the grader's module."""
+    require_sandbox("the grader's self-check tests")
+    root = tmp_path_factory.mktemp("judged-course")
+    course = course_of(root, {"honest": {}, "worse-in-the-kernel": {"scores_by_hand": WORSE_IN_THE_KERNEL},
+                              "breaks-the-graders-module": {"score_gaps": BREAKS_THE_GRADERS_MODULE}})
+    return {"proc": grade(root), "course": course, "root": root}
+
+
+def test_the_self_check_passes_first_and_is_reported(judged):
+    out = judged["proc"].stdout
+    assert re.search(rf"self-check: .*\(passed\):\n  {ASSIGNMENT}: full marks", out), said(judged["proc"])
+    assert out.index("self-check:") < out.index(f"{ASSIGNMENT}  honest:"), said(judged["proc"])
+
+
+def test_a_grade_lower_than_verified_is_flagged(judged):
+    rows = integrity(judged["root"])
+    assert rows["honest"]["flagged"] == "no", rows["honest"]
+    row = rows["worse-in-the-kernel"]
+    assert (row["flagged"], row["nbgrader_score"], row["verified_score"]) == ("yes", "7", "10"), row
+    assert "test_scores_by_hand: nbgrader 0, verified 3 (nbgrader gave fewer points" in row["reason"], row
+
+
+def test_a_hidden_test_stopped_at_the_graders_module_is_not_graded_and_flagged(judged):
+    proc = judged["proc"]
+    line = next((line for line in proc.stdout.splitlines() if "breaks-the-graders-module: NOT GRADED" in line), "")
+    assert "reason that is the grader's" in line and "tools.verification.in_kernel" in line, said(proc)
+    assert "breaks-the-graders-module" not in judged["course"].scores(ASSIGNMENT), "it was given a grade"
+    row = integrity(judged["root"])["breaks-the-graders-module"]
+    assert row["flagged"] == "yes" and "not graded this run" in row["reason"], row
+
+
+def test_make_grade_exits_non_zero_when_anything_needs_a_look(judged):
+    proc = judged["proc"]
+    assert proc.returncode == 1, said(proc)
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("make grade: ATTENTION: 1 NOT GRADED, 1 flagged, of 3 submission(s)"), said(proc)
