@@ -76,7 +76,9 @@ def broken(tmp_path_factory):
     """One assignment graded by a grader whose `tools` the sandbox cannot import."""
     require_sandbox("the grader's self-check tests")
     root = tmp_path_factory.mktemp("broken-grader-course")
-    course = course_of(root, {"honest": {}, "blank": {name: "" for name in ANSWERS}})
+    # (no submission is the reference itself: the self-check grades one of its own)
+    commented = {"score_gaps": ANSWERS["score_gaps"] + "\n# Checked on paper too.\n"}
+    course = course_of(root, {"honest": commented, "blank": {name: "" for name in ANSWERS}})
     # Another copy of the course under /tmp, whose tools/ the grader's Python imports first and whose .venv is
     # this one: inside the sandbox (a /tmp of its own), that venv's `tools` is a folder nothing mounts.
     clone = tmp_path_factory.mktemp("clone")
@@ -92,7 +94,7 @@ def test_a_broken_grader_grades_nobody_and_says_why(broken):
     assert proc.returncode == 3, said(proc)
     assert "NOBODY GRADED" in proc.stdout, said(proc)
     failed = [line for line in proc.stdout.splitlines() if line.strip().startswith(f"{ASSIGNMENT}: FAILED")]
-    assert failed, said(proc)
+    assert failed and "stood in" not in failed[0], said(proc)
     assert re.search(r"cell test_\w+ 0 / \d+ \(ModuleNotFoundError: No module named 'tools", failed[0]), said(proc)
     assert broken["course"].scores(ASSIGNMENT) == {}, "a student was graded by a grader that failed its self-check"
     for written in ("grades.csv", "integrity.csv", "autograded", "feedback"):
@@ -112,9 +114,12 @@ def judged(tmp_path_factory):
 
 
 def test_the_self_check_passes_first_and_is_reported(judged):
+    """Here "honest" submitted the reference notebook itself: it stands in for
+    the reference (graded once), and is graded as a student's too."""
     out = judged["proc"].stdout
-    assert re.search(rf"self-check: .*\(passed\):\n  {ASSIGNMENT}: full marks", out), said(judged["proc"])
-    assert out.index("self-check:") < out.index(f"{ASSIGNMENT}  honest:"), said(judged["proc"])
+    assert re.search(rf"self-check: .*\(passed\):\n  {ASSIGNMENT}: full marks \([\d.]+ s; honest's identical "
+                     rf"submission stood in\)", out), said(judged["proc"])
+    assert out.index("self-check:") < out.index(f"{ASSIGNMENT}  honest: 10 / 10"), said(judged["proc"])
 
 
 def test_a_grade_lower_than_verified_is_flagged(judged):

@@ -559,14 +559,16 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
         except Exception as error:  # noqa: BLE001 - the self-check fails, saying why
             check.problems[assignment] = f"judging it failed: {type(error).__name__}: {error}"
             check.lines.append(f"  {assignment}: FAILED: {check.problems[assignment]}")
-        finally:
+        if assignment in check.stand_ins:  # a student's submission too: written once every reference passed
+            held.append((assignment, student, private, result))
+        else:
             _rmtree(private)
         if check.passed:
             check.report(out)
             while held:
                 finished(*held.pop(0))
 
-    todo_now = check.todo + list(todo)  # the references first
+    todo_now = check.todo + [key for key in todo if key not in check.todo]  # the references first
     context = multiprocessing.get_context("fork")
     while todo_now and not check.failed:  # one pass, unless a submission overruns its time and its worker must be stopped
         todo_now = grade_with_pool(context, jobs, worker_run, layout, snapshot, staging, todo_now, budget, arrived,

@@ -184,33 +184,77 @@ def grader_failure(heads: dict, tests, modules, files) -> str:
     return ""
 
 
+# What nbgrader brings next to a collected notebook; a stand-in's folder holds nothing else.
+ALONGSIDE = ("timestamp.txt", "submission_secret.txt")
+
+
+def same_as_reference(submitted: Path, reference: Path) -> bool:
+    """Whether a submitted folder holds the reference's notebook itself (the
+    same JSON) and nothing but ALONGSIDE besides: grading it is grading the
+    reference. Links and anything but regular files say no; nothing is followed."""
+    import os
+    import stat
+
+    [notebook] = reference.glob("*.ipynb")
+    expected = notebook.read_bytes()
+    try:
+        with os.scandir(submitted) as entries:
+            found = {entry.name: entry.stat(follow_symlinks=False) for entry in entries}
+        if set(found) - set(ALONGSIDE) != {notebook.name}:
+            return False
+        if not all(stat.S_ISREG(info.st_mode) for info in found.values()):
+            return False
+        if found[notebook.name].st_size > 2 * len(expected) + 4096:
+            return False
+        fd = os.open(submitted / notebook.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as f:
+            data = f.read(2 * len(expected) + 4097)
+        return json.loads(data) == json.loads(expected)
+    except (OSError, ValueError, RecursionError):
+        return False
+
+
 @dataclass
 class SelfCheck:
     """The run's reference submissions and how each fared: ``problems`` is
-    {assignment: why it failed, or "" if it passed}."""
+    {assignment: why it failed, or "" if it passed}. A student's submission
+    identical to an assignment's reference (``same_as_reference``) stands in
+    for it (``stand_ins``): it is graded once, and counts as both."""
 
     student: str
     folders: dict  # {assignment: its reference submission's folder}
+    stand_ins: dict = field(default_factory=dict)  # {assignment: the student whose submission stands in}
     problems: dict = field(default_factory=dict)
     lines: list = field(default_factory=list)
 
     @classmethod
     def prepare(cls, layout, todo, staging: Path):
-        """Write the references of every assignment of ``todo`` under ``staging``."""
+        """Write the references of every assignment of ``todo`` under
+        ``staging``, and find the submissions that can stand in for them."""
         names = sorted({assignment for assignment, _ in todo})
         folder = Path(tempfile.mkdtemp(prefix="self-check-", dir=staging))
-        return cls(reference_id(todo), write_references(layout, names, folder))
+        check = cls(reference_id(todo), write_references(layout, names, folder))
+        for assignment, student in todo:
+            if assignment not in check.stand_ins and same_as_reference(
+                    layout.folder("submitted", student, assignment), check.folders[assignment]):
+                check.stand_ins[assignment] = student
+        return check
+
+    def who(self, assignment: str) -> str:
+        """The student id under which the reference of ``assignment`` is graded."""
+        return self.stand_ins.get(assignment, self.student)
 
     @property
     def sources(self) -> dict:
-        return {(assignment, self.student): folder for assignment, folder in self.folders.items()}
+        return {(assignment, self.student): folder for assignment, folder in self.folders.items()
+                if assignment not in self.stand_ins}
 
     @property
     def todo(self):
-        return [(assignment, self.student) for assignment in sorted(self.folders)]
+        return [(assignment, self.who(assignment)) for assignment in sorted(self.folders)]
 
     def is_reference(self, assignment: str, student: str) -> bool:
-        return student == self.student and assignment in self.folders
+        return assignment in self.folders and student == self.who(assignment)
 
     @property
     def passed(self) -> bool:
@@ -231,7 +275,8 @@ class SelfCheck:
             problem = f"its verification did not run: {last_line(result.get('log', ''))}"
         self.problems[assignment] = problem
         seconds = f"{result.get('seconds', 0.0):.1f} s"
-        self.lines.append(f"  {assignment}: {'FAILED: ' + problem if problem else 'full marks'} ({seconds})")
+        who = f"; {self.stand_ins[assignment]}'s identical submission stood in" if assignment in self.stand_ins else ""
+        self.lines.append(f"  {assignment}: {'FAILED: ' + problem if problem else 'full marks'} ({seconds}{who})")
         return problem
 
     def _problem(self, layout, assignment, private, result, verdict) -> str:
@@ -239,12 +284,13 @@ class SelfCheck:
 
         if not result.get("success"):
             return f"grading it failed: {result.get('reason') or 'unknown'}"
+        student = self.who(assignment)
         notebook = Path(layout.source_notebook(assignment).name).stem
-        heads = error_heads(private / layout.autograded / self.student / assignment / f"{notebook}.ipynb")
+        heads = error_heads(private / layout.autograded / student / assignment / f"{notebook}.ipynb")
         lost = []
         try:
             with Gradebook(f"sqlite:///{private / 'gradebook.db'}") as gb:
-                graded = gb.find_submission_notebook(notebook, assignment, self.student)
+                graded = gb.find_submission_notebook(notebook, assignment, student)
                 for grade in graded.grades:
                     if grade.auto_score is not None and grade.auto_score < grade.max_score - 1e-9:
                         head = heads.get(grade.name, "no error shown")
