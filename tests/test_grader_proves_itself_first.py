@@ -144,3 +144,52 @@ def test_make_grade_exits_non_zero_when_anything_needs_a_look(judged):
     assert proc.returncode == 1, said(proc)
     last = proc.stdout.strip().splitlines()[-1]
     assert last.startswith("make grade: ATTENTION: 1 NOT GRADED, 1 flagged, of 3 submission(s)"), said(proc)
+
+
+@pytest.mark.parametrize("head, graders", [
+    ("ModuleNotFoundError: No module named 'tools'", True),
+    ("ModuleNotFoundError: No module named 'tools.verification'; 'tools' is not a package", True),
+    ("ModuleNotFoundError: import of tools.verification.in_kernel halted; None in sys.modules", True),
+    ("ImportError: cannot import name 'run_check' from 'tools.verification.in_kernel' (/x/in_kernel.py)", True),
+    ("FileNotFoundError: [Errno 2] No such file or directory: '/scratch/sentence.txt'", True),  # a file of the release
+    ("ModuleNotFoundError: No module named 'helpers'", False),  # the student's own module
+    ("ModuleNotFoundError: No module named 'toolsmith'", False),
+    ("FileNotFoundError: [Errno 2] No such file or directory: 'my_notes.txt'", False),
+    ("AssertionError: No module named 'tools'", False),  # a failed check that merely says so
+])
+def test_only_the_graders_own_failures_are_the_graders(head, graders):
+    from tools.self_check import grader_failure
+
+    found = grader_failure({"test_a": head, "solution_b": "ModuleNotFoundError: No module named 'tools'"},
+                           ["test_a"], {"tools", "course_helpers"}, {"sentence.txt"})
+    assert found == (f"cell test_a: {head}" if graders else ""), found
+
+
+def test_only_the_reference_itself_alone_in_its_folder_stands_in_for_it(tmp_path):
+    """A student's submission is graded in place of the reference only if it is
+    the same notebook with nothing beside it but nbgrader's own files: a module
+    of the student's next to it could change what the hidden tests import."""
+    import nbformat
+
+    from tools.course_settings import CourseSettings
+    from tools.self_check import same_as_reference, write_references
+
+    reference = write_references(CourseSettings.read(ROOT).layout, [ASSIGNMENT], tmp_path / "references")[ASSIGNMENT]
+    notebook = fill_release(RELEASE, ANSWERS)
+
+    def submitted(name, nb=notebook, beside=()):
+        folder = tmp_path / name
+        folder.mkdir()
+        nbformat.write(nb, folder / f"{ASSIGNMENT}.ipynb")
+        for file in ("timestamp.txt", *beside):
+            (folder / file).write_text("2026-01-01 00:00:00.000000 UTC\n")
+        return folder
+
+    assert same_as_reference(submitted("same"), reference)
+    assert not same_as_reference(submitted("with-a-module", beside=["tools.py"]), reference)
+    assert not same_as_reference(submitted("commented", fill_release(RELEASE, {**ANSWERS, "score_gaps": "# mine\n"
+                                                                                + ANSWERS["score_gaps"]})), reference)
+    linked = submitted("linked")
+    (linked / f"{ASSIGNMENT}.ipynb").unlink()
+    (linked / f"{ASSIGNMENT}.ipynb").symlink_to(reference / f"{ASSIGNMENT}.ipynb")
+    assert not same_as_reference(linked, reference)

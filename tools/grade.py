@@ -11,9 +11,14 @@ this module is its driver: ``grade`` (settings, template, verification),
 ``grade_in_private_course`` (one submission, in a worker), ``merge_results``
 (the single writer of the real gradebook) and ``export_grades``.
 
-Running it again regrades everything from the submissions: nothing is lost. A
-submission that fails to grade (for a reason other than its own code) keeps
-its previous results; the command then exits with status 1.
+Before any student's result is written, the instructor's solution of each
+assignment is graded the same way and must earn full marks
+(tools/self_check.py); if it does not, nobody is graded and the command exits
+with status 3 (SELF_CHECK_FAILED). Running it again regrades everything from
+the submissions: nothing is lost. A submission that fails to grade (for a
+reason other than its own code) keeps its previous results; the command exits
+with status 1 (NEEDS_A_LOOK) when any submission was not graded or is flagged
+in integrity.csv, and its last line says so.
 """
 
 from __future__ import annotations
@@ -461,7 +466,8 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
     except RuntimeError as error:
         print(f"NOBODY GRADED: the self-check's reference submissions cannot be made: {error}", file=out, flush=True)
         return SELF_CHECK_FAILED
-    # what a hidden test of each assignment needs of the grader: its test cells, the course's modules, the release's files
+    # What the hidden tests of each assignment need of the grader: its test cells, the course's modules, the
+    # release's files (self_check.grader_failure).
     graders_own = {a: (test_cells(layout.source_notebook(a)), own_modules(layout, a), release_files(layout, a))
                    for a in check.folders}
 
@@ -570,7 +576,8 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
 
     todo_now = check.todo + [key for key in todo if key not in check.todo]  # the references first
     context = multiprocessing.get_context("fork")
-    while todo_now and not check.failed:  # one pass, unless a submission overruns its time and its worker must be stopped
+    # One pass, unless a submission overruns its time and its worker must be stopped, or a reference fails.
+    while todo_now and not check.failed:
         todo_now = grade_with_pool(context, jobs, worker_run, layout, snapshot, staging, todo_now, budget, arrived,
                                    not_graded, out, sources=check.sources, stop=lambda: check.failed)
     warm.close_kernel_template()
@@ -582,8 +589,8 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
               f"submission is, so this grading environment cannot be trusted with the students' "
               f"({'; '.join(f'{a}: {why}' for a, why in sorted(check.problems.items()) if why)}). No student's "
               f"result was written: their grades in the gradebook, feedback, grades.csv and integrity.csv are as "
-              f"they were. Fix the environment and run make grade again (instructor/grading.md, \"When make grade grades nobody\").",
-              file=out)
+              f"they were. Fix the environment and run make grade again (instructor/grading.md, "
+              f"\"When make grade grades nobody\").", file=out)
         print(f"make grade: NOBODY GRADED (self-check failed); exit status {SELF_CHECK_FAILED}", file=out, flush=True)
         return SELF_CHECK_FAILED
     csv = export_grades(settings)
