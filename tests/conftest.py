@@ -170,7 +170,7 @@ class GradedCourse:
             or " submissions): kernel start" in line))
         # The attacks are flagged, so make grade ends with NEEDS_A_LOOK and says why on its last line; no
         # submission may fail to grade (the tests read every one) and nothing else may go wrong.
-        closing = re.search(r"^make grade: ATTENTION: (\d+) NOT GRADED, \d+ flagged", self.out, re.MULTILINE)
+        closing = re.search(r"^make grade: ATTENTION: (\d+) not graded, \d+ flagged", self.out, re.MULTILINE)
         flagged_only = self.process.returncode == NEEDS_A_LOOK and closing and closing.group(1) == "0"
         if self.process.returncode != GRADED_CLEAN and not flagged_only:
             raise RuntimeError(f"make grade failed (exit status {self.process.returncode}):\n"

@@ -143,7 +143,7 @@ def test_make_grade_exits_non_zero_when_anything_needs_a_look(judged):
     proc = judged["proc"]
     assert proc.returncode == 1, said(proc)
     last = proc.stdout.strip().splitlines()[-1]
-    assert last.startswith("make grade: ATTENTION: 1 NOT GRADED, 1 flagged, of 3 submission(s)"), said(proc)
+    assert last.startswith("make grade: ATTENTION: 1 not graded, 1 flagged, of 3 submission(s)"), said(proc)
 
 
 @pytest.mark.parametrize("head, graders", [

@@ -82,7 +82,7 @@ def test_make_grade_sizes_the_check_for_a_course_elsewhere(tmp_path):
                           cwd=tmp_path, text=True, capture_output=True, timeout=900)
     # The attack is flagged: make grade says so on its last line and with its exit status.
     assert proc.returncode == NEEDS_A_LOOK, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    assert "make grade: ATTENTION: 0 NOT GRADED, 1 flagged" in proc.stdout, proc.stdout[-3000:]
+    assert "make grade: ATTENTION: 0 not graded, 1 flagged" in proc.stdout, proc.stdout[-3000:]
     scores = course.scores(ASSIGNMENT)
     rows = {row["student_id"]: row for row in csv.DictReader(open(root / "integrity.csv", newline=""))}
     honest = rows["honest"]

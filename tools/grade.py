@@ -620,7 +620,7 @@ def closing_line(total: int, not_graded: int, flagged: int, out) -> int:
         print(f"make grade: all {total} submission(s) graded, none flagged; exit status {GRADED_CLEAN}",
               file=out, flush=True)
         return GRADED_CLEAN
-    print(f"make grade: ATTENTION: {not_graded} NOT GRADED, {flagged} flagged, of {total} submission(s): look at "
+    print(f"make grade: ATTENTION: {not_graded} not graded, {flagged} flagged, of {total} submission(s): look at "
           f"them before you release any grade (above, integrity.csv, instructor/integrity.md); exit status "
           f"{NEEDS_A_LOOK}", file=out, flush=True)
     return NEEDS_A_LOOK
