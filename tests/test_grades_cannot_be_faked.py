@@ -277,7 +277,7 @@ def attacked(graded_course):
         assert csv.DictReader(f).fieldnames == CSV_COLUMNS
     rows = {(r["assignment"], r["student_id"]): r for r in whole.integrity}
     scores = {a: whole.course.scores(a) for a in graded_assignments()}
-    # make grade exited 0 (GradedCourse checks it): no submission failed to grade.
+    # make grade said no submission failed to grade (GradedCourse checks its last line and exit status).
     return {"course": whole.course, "out": whole.out, "failures": 0, "scores": scores, "rows": rows}
 
 
@@ -313,11 +313,13 @@ def test_attack_is_flagged_or_scores_nothing(attacked, reverified, assignment, p
     description, cells = read_wrong_implementation(path)
     student = attack_name(path)
     row = attacked["rows"][(assignment, student)]
-    if row["flagged"] == "yes":
-        assert float(row["verified_score"]) < float(row["nbgrader_score"]) and row["reason"], row
+    if row["flagged"] == "yes" and float(row["verified_score"]) < float(row["nbgrader_score"]):
+        assert row["reason"], row
         return
     targets = attacked_cells(assignment, cells)
-    # Not flagged: verification itself must give the attacked cells nothing.
+    # Not flagged for points verification took back (a flag for points nbgrader withheld, where an attack broke
+    # the notebook's own test of another cell, says nothing of the attack): verification itself must give the
+    # attacked cells nothing.
     verdict = reverified[assignment, student]
     assert f"{verdict.verified_score:g}" == row["verified_score"], "the logged seed does not repeat the run"
     earned = {c.grade_id: c.verified for c in verdict.cells if c.grade_id in targets and c.verified > 0}

@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import require_sandbox
 from tools.course_settings import CourseSettings, VerificationLimits
+from tools.grade import NEEDS_A_LOOK
 from tools.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code
 from tools.paths import BIN, ROOT, SOLUTIONS, checks_folder
 
@@ -79,7 +80,9 @@ def test_make_grade_sizes_the_check_for_a_course_elsewhere(tmp_path):
     course.submit("hides-its-matrix", ASSIGNMENT, fill_release(release, {**answers, **attack}))
     proc = subprocess.run([str(BIN / "python"), "-m", "tools.grade", "--course", str(root)],
                           cwd=tmp_path, text=True, capture_output=True, timeout=900)
-    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    # The attack is flagged: make grade says so on its last line and with its exit status.
+    assert proc.returncode == NEEDS_A_LOOK, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert "make grade: ATTENTION: 0 not graded, 1 flagged" in proc.stdout, proc.stdout[-3000:]
     scores = course.scores(ASSIGNMENT)
     rows = {row["student_id"]: row for row in csv.DictReader(open(root / "integrity.csv", newline=""))}
     honest = rows["honest"]

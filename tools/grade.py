@@ -11,9 +11,14 @@ this module is its driver: ``grade`` (settings, template, verification),
 ``grade_in_private_course`` (one submission, in a worker), ``merge_results``
 (the single writer of the real gradebook) and ``export_grades``.
 
-Running it again regrades everything from the submissions: nothing is lost. A
-submission that fails to grade (for a reason other than its own code) keeps
-its previous results; the command then exits with status 1.
+Before any student's result is written, the instructor's solution of each
+assignment is graded the same way and must earn full marks
+(tools/self_check.py); if it does not, nobody is graded and the command exits
+with status 3 (SELF_CHECK_FAILED). Running it again regrades everything from
+the submissions: nothing is lost. A submission that fails to grade (for a
+reason other than its own code) keeps its previous results; the command exits
+with status 1 (NEEDS_A_LOOK) when any submission was not graded or is flagged
+in integrity.csv, and its last line says so.
 """
 
 from __future__ import annotations
@@ -175,10 +180,12 @@ def start_worker(run: WorkerRun):
     _WORKER = run
 
 
-def grade_in_private_course(layout: Layout, assignment: str, student: str, snapshot: str, workdir: str):
+def grade_in_private_course(layout: Layout, assignment: str, student: str, snapshot: str, workdir: str,
+                            submitted: str | None = None):
     """Autograde one submission and generate its feedback in a private copy of
     the course under ``workdir``. Runs in a worker process. Returns a dict:
-    success, log, seconds."""
+    success, log, seconds. ``submitted``: the submission's folder, if not the
+    course's (the self-check's reference: tools/self_check.py)."""
     start = time.monotonic()
     private = Path(workdir)
     from . import warm
@@ -204,7 +211,7 @@ def grade_in_private_course(layout: Layout, assignment: str, student: str, snaps
     log = io.StringIO()
     try:
         # What the student submitted: folders and regular files only, bounded.
-        left_out = copy_regular(layout.folder("submitted", student, assignment),
+        left_out = copy_regular(Path(submitted) if submitted else layout.folder("submitted", student, assignment),
                                 private / layout.submitted / student / assignment)
         # ... and no more than a submission may hold once decoded (tools/submission_limits.py).
         check_submission(private / layout.submitted / student / assignment)
@@ -286,7 +293,7 @@ class SubmissionTimeout(BaseException):
     Exception must not swallow it and carry on)."""
 
 
-def grade_with_deadline(seconds: float, *args):
+def grade_with_deadline(seconds: float, *args, **kwargs):
     """grade_in_private_course, given up after ``seconds`` (SIGALRM in the
     worker: a step that blocks or loops costs this submission only)."""
     import signal
@@ -297,7 +304,7 @@ def grade_with_deadline(seconds: float, *args):
     previous = signal.signal(signal.SIGALRM, give_up)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        return grade_in_private_course(*args)
+        return grade_in_private_course(*args, **kwargs)
     except SubmissionTimeout as error:
         return {"success": False, "log": f"{error}\n", "seconds": seconds, "phases": {}, "ran": None,
                 "reason": str(error), "peak_kib": peak_kib()}
@@ -412,8 +419,15 @@ def start_template(settings: CourseSettings, staging: Path, preload):
         return None
 
 
+# make grade's exit status (``grade``'s result), which the last line of its output says in words.
+GRADED_CLEAN = 0  # every submission graded, none flagged
+NEEDS_A_LOOK = 1  # some submission NOT GRADED, or flagged in integrity.csv (instructor/integrity.md)
+SELF_CHECK_FAILED = 3  # the instructor's solution lost points here (tools/self_check.py): nobody was graded
+
+
 def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
-    """Grade a course; return the number of submissions that failed to grade."""
+    """Grade a course; return make grade's exit status: GRADED_CLEAN,
+    NEEDS_A_LOOK or SELF_CHECK_FAILED."""
     os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
     # nbgrader's gradebook code trips SQLAlchemy 2's warnings; they say nothing about the grades.
     warnings.filterwarnings("ignore", module="nbgrader")
@@ -450,9 +464,20 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
         wanted = " or ".join(assignments) or "any assignment"
         print(f"nothing to grade: no submission of {wanted} under "
               f"{layout.root / layout.submitted}/<student>/<assignment>/", file=out)
-        return 0
+        return GRADED_CLEAN
     print(f"grading {len(todo)} submission(s) in {layout.root} with {jobs} worker(s)", file=out, flush=True)
     record_assignments(layout, sorted({a for a, _ in todo}))
+    from .self_check import SelfCheck, error_heads, grader_failure, own_modules, release_files, test_cells
+
+    try:  # the instructor's solution of each assignment, graded first as a student's
+        check = SelfCheck.prepare(layout, todo, staging)
+    except RuntimeError as error:
+        print(f"NOBODY GRADED: the self-check's reference submissions cannot be made: {error}", file=out, flush=True)
+        return SELF_CHECK_FAILED
+    # What the hidden tests of each assignment need of the grader: its test cells, the course's modules, the
+    # release's files (self_check.grader_failure).
+    graders_own = {a: (test_cells(layout.source_notebook(a)), own_modules(layout, a), release_files(layout, a))
+                   for a in check.folders}
 
     failures = 0
     phases = {}  # seconds per phase, summed over submissions
@@ -498,11 +523,19 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
             phases[name] = phases.get(name, 0.0) + seconds
             own[name] = own.get(name, 0.0) + seconds
         try:
+            heads = error_heads(private / layout.autograded / student / assignment
+                                / layout.source_notebook(assignment).name)
             if result.get("ran") is not None:
-                verdicts[assignment, student] = verification.judge(
+                verdicts[assignment, student] = verdict = verification.judge(
                     assignment, student, result["ran"], private / "verification")
+                for cell in verdict.cells:
+                    cell.nbgrader_error = heads.get(cell.grade_id, "")
             if not result["success"]:
                 raise NotGraded(result.get("reason") or last_line(result["log"]))
+            why = grader_failure(heads, *graders_own[assignment])
+            if why:  # not the student's 0: the instructor decides (instructor/integrity.md)
+                raise NotGraded(f"a hidden test failed for a reason that is the grader's, not an answer's ({why}); "
+                                f"the instructor's solution passed in this run: look at what the submission did")
             score, max_score = merge_results(layout, private, assignment, student)
             late = lateness.summary(layout.db_url, assignment, student)
             print(f"  {assignment}  {printable(student)}: {score:g} / {max_score:g}  ({result['seconds']:.1f} s)"
@@ -523,12 +556,52 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
             except Exception as error:  # noqa: BLE001 - what is left is removed with the run's folder, or reported
                 print(printable(f"  (could not remove {private}: {error})"), file=out, flush=True)
 
-    todo_now = list(todo)
+    held = []  # students' results that arrived before every reference had passed
+
+    def arrived(assignment, student, private, result):
+        if not check.is_reference(assignment, student):
+            if check.passed:
+                finished(assignment, student, private, result)
+            else:
+                held.append((assignment, student, private, result))
+            return
+        try:
+            verdict = None
+            if result.get("ran") is not None:
+                verdict = verification.judge(assignment, student, result["ran"], private / "verification")
+            verifying = verification is not None and assignment in verification.prepared
+            check.judge(layout, assignment, private, result, verdict, verifying)
+        except Exception as error:  # noqa: BLE001 - the self-check fails, saying why
+            check.problems[assignment] = f"judging it failed: {type(error).__name__}: {error}"
+            check.lines.append(f"  {assignment}: FAILED: {check.problems[assignment]}")
+        if assignment in check.stand_ins:  # a student's submission too: written once every reference passed
+            held.append((assignment, student, private, result))
+        else:
+            _rmtree(private)
+        if check.passed:
+            check.report(out)
+            while held:
+                finished(*held.pop(0))
+
+    todo_now = check.todo + [key for key in todo if key not in check.todo]  # the references first
     context = multiprocessing.get_context("fork")
-    while todo_now:  # one pass, unless a submission overruns its time and its worker must be stopped
-        todo_now = grade_with_pool(context, jobs, worker_run, layout, snapshot, staging, todo_now, budget, finished,
-                                   not_graded, out)
+    # One pass, unless a submission overruns its time and its worker must be stopped, or a reference fails.
+    while todo_now and not check.failed:
+        todo_now = grade_with_pool(context, jobs, worker_run, layout, snapshot, staging, todo_now, budget, arrived,
+                                   not_graded, out, sources=check.sources, stop=lambda: check.failed)
     warm.close_kernel_template()
+    if not check.passed:
+        for _, _, private, _ in held:
+            _rmtree(private)
+        check.report(out)
+        print(f"\nNOBODY GRADED: the instructor's solution did not earn full marks here, graded as a student's "
+              f"submission is, so this grading environment cannot be trusted with the students' "
+              f"({'; '.join(f'{a}: {why}' for a, why in sorted(check.problems.items()) if why)}). No student's "
+              f"result was written: their grades in the gradebook, feedback, grades.csv and integrity.csv are as "
+              f"they were. Fix the environment and run make grade again (instructor/grading.md, "
+              f"\"When make grade grades nobody\").", file=out)
+        print(f"make grade: NOBODY GRADED (self-check failed); exit status {SELF_CHECK_FAILED}", file=out, flush=True)
+        return SELF_CHECK_FAILED
     csv = export_grades(settings)
     elapsed = time.monotonic() - started
     print(f"graded {len(todo) - failures} of {len(todo)} in {elapsed:.1f} s; feedback in "
@@ -541,22 +614,38 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
                   + "; ".join(f"{name} {seconds:.1f}" for name, seconds in own.items()), file=out, flush=True)
     print(f"largest worker: {peak / 1024:.0f} MiB of memory", file=out, flush=True)
     run = verification
+    flagged = 0
     if run is not None:
         run.seconds = phases.get("verification", 0.0)
         done = list(verdicts.values())
         done += run.verify_each([key for key in todo if key not in verdicts and key not in not_graded], jobs)
-        run.conclude(done, out, not_graded)
-    return failures
+        flagged = sum(1 for v in run.conclude(done, out, not_graded) if v.flagged and not v.not_graded)
+    return closing_line(len(todo), failures, flagged, out)
+
+
+def closing_line(total: int, not_graded: int, flagged: int, out) -> int:
+    """The run's last line, and its exit status."""
+    if not not_graded and not flagged:
+        print(f"make grade: all {total} submission(s) graded, none flagged; exit status {GRADED_CLEAN}",
+              file=out, flush=True)
+        return GRADED_CLEAN
+    print(f"make grade: ATTENTION: {not_graded} not graded, {flagged} flagged, of {total} submission(s): look at "
+          f"them before you release any grade (above, integrity.csv, instructor/integrity.md); exit status "
+          f"{NEEDS_A_LOOK}", file=out, flush=True)
+    return NEEDS_A_LOOK
 
 
 class NotGraded(Exception):
     pass
 
 
-def grade_with_pool(context, jobs, worker_run, layout, snapshot, staging, todo, budget, finished, not_graded, out):
+def grade_with_pool(context, jobs, worker_run, layout, snapshot, staging, todo, budget, finished, not_graded, out,
+                    sources=None, stop=lambda: False):
     """Grade ``todo`` with ``jobs`` workers; return the submissions still to
     grade if a worker had to be stopped (one that ran past ``budget`` and a
-    grace period despite its own deadline), else []."""
+    grace period despite its own deadline), else []. ``sources``:
+    {(assignment, student): folder} of submissions not in the course's
+    submitted folder. Once ``stop()`` is true, the rest is abandoned."""
     from concurrent.futures import FIRST_COMPLETED, wait
 
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=start_worker,
@@ -566,8 +655,9 @@ def grade_with_pool(context, jobs, worker_run, layout, snapshot, staging, todo, 
         for assignment, student in todo:
             # (by a name of its own: "a--b" could be two students' assignment and id)
             private = Path(tempfile.mkdtemp(prefix="submission-", dir=staging))
+            source = (sources or {}).get((assignment, student))
             future = pool.submit(grade_with_deadline, budget, layout, assignment, student,
-                                 str(snapshot), str(private))
+                                 str(snapshot), str(private), submitted=str(source) if source else None)
             futures[future] = (assignment, student, private)
         pending = set(futures)
         while pending:
@@ -580,6 +670,12 @@ def grade_with_pool(context, jobs, worker_run, layout, snapshot, staging, todo, 
                     result = {"success": False, "log": traceback.format_exc(), "seconds": 0.0,
                               "reason": "its grading worker died"}
                 finished(assignment, student, private, result)
+            if stop():
+                for future in pending:
+                    future.cancel()
+                for process in list(getattr(pool, "_processes", {}).values()):
+                    process.kill()
+                return []
             now = time.monotonic()
             for future in pending:
                 if future.running():
@@ -609,7 +705,7 @@ def main(argv=None):
     parser.add_argument("--course", default=str(ROOT), help="the course folder (default: the repository)")
     parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: number of cores)")
     args = parser.parse_args(argv)
-    return 1 if grade(Path(args.course), args.assignments, args.jobs) else 0
+    return grade(Path(args.course), args.assignments, args.jobs)
 
 
 if __name__ == "__main__":

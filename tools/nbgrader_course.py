@@ -126,12 +126,13 @@ NBGRADER = ("import os, sys; sys.argv[0] = 'nbgrader'; from tools.nbgrader_cours
             "from nbgrader.apps.nbgraderapp import main; sys.exit(main())")
 
 
-def generate_in_process(root, names, release_directory=None, throwaway=False):
+def generate_in_process(root, names, release_directory=None, throwaway=False, db_url=None):
     """``nbgrader generate_assignment NAME --force`` for each name, in this
     process: nbgrader and its gradebook start once, not once per assignment.
     ``root`` is a course folder; the releases go to its release folder, or to
-    ``release_directory``. ``throwaway``: the course is temporary
-    (``unsynced_gradebooks``). Raises RuntimeError with nbgrader's log on failure."""
+    ``release_directory``; the gradebook is its own, or ``db_url``.
+    ``throwaway``: the course is temporary (``unsynced_gradebooks``). Raises
+    RuntimeError with nbgrader's log on failure."""
     import io
     import logging
 
@@ -145,6 +146,8 @@ def generate_in_process(root, names, release_directory=None, throwaway=False):
         unsynced_gradebooks(root)
 
     overrides = {"release_directory": str(release_directory)} if release_directory else {}
+    if db_url:
+        overrides["db_url"] = db_url
     for name in names:
         log = io.StringIO()
         handler = logging.StreamHandler(log)

@@ -16,8 +16,9 @@ course's set-up cells, the student's solution cells and the checks' probes
 (``run_checks_in_sandbox``; tools/verification/harness.py), handing back plain
 data only (JSON and ``.npy`` files, read without pickles); here, each check
 compares them with its references (``judge_checks``). A passed check is worth
-its cell's points; a submission is *flagged* when nbgrader gave a cell more
-points than its check confirms, in ``integrity.csv``.
+its cell's points; a submission is *flagged* in ``integrity.csv`` when nbgrader
+gave a cell more points than its check confirms, or fewer (a grader broken in
+the notebook gives honest work 0), or when it was not graded.
 
 Checks are calibrated to be no stricter than the hidden tests for honest code
 (tests/test_grades_cannot_be_faked.py holds them to it), so a flag means the grade needs a
@@ -261,6 +262,19 @@ class CellVerdict:
     verified: float
     nbgrader: float | None
     why: str = ""
+    nbgrader_error: str = ""  # the head of the error nbgrader's test cell showed, if make grade read it
+
+    @property
+    def disagrees(self) -> bool:
+        """nbgrader gave this cell more points than verification confirms, or fewer."""
+        return self.nbgrader is not None and abs(self.nbgrader - self.verified) > 1e-9
+
+    def disagreement(self) -> str:
+        if self.nbgrader > self.verified:
+            return f"{self.grade_id}: nbgrader {self.nbgrader:g}, verified {self.verified:g} ({self.why})"
+        shown = f": nbgrader's test showed {self.nbgrader_error}" if self.nbgrader_error else ""
+        return (f"{self.grade_id}: nbgrader {self.nbgrader:g}, verified {self.verified:g} (nbgrader gave fewer "
+                f"points than verification confirms{shown})")
 
 
 @dataclass
@@ -284,15 +298,14 @@ class Verdict:
 
     @property
     def flagged(self):
-        return bool(self.not_graded) or any(
-            c.nbgrader is not None and c.nbgrader > c.verified + 1e-9 for c in self.cells)
+        """Not graded this run, or a cell whose grade verification does not
+        confirm: more points than it confirms, or fewer (a grader that failed
+        in the notebook, or a test stricter than its check)."""
+        return bool(self.not_graded) or any(c.disagrees for c in self.cells)
 
     @property
     def reason(self):
-        parts = [
-            f"{c.grade_id}: nbgrader {c.nbgrader:g}, verified {c.verified:g} ({c.why})"
-            for c in self.cells if c.nbgrader is not None and c.nbgrader > c.verified + 1e-9
-        ]
+        parts = [c.disagreement() for c in self.cells if c.disagrees]
         if self.problem and parts:
             parts.insert(0, self.problem)
         if self.not_graded:
@@ -723,8 +736,8 @@ def report(verdicts, path, seconds, out):
           f"written to {path}", file=out, flush=True)
     if not flagged:
         return
-    print("\nFLAGGED: nbgrader gave points that verification outside the notebook does not confirm "
-          "(instructor/integrity.md says what to do):", file=out)
+    print("\nFLAGGED: nbgrader's grade and verification outside the notebook disagree (either way), or the "
+          "submission was not graded (instructor/integrity.md says what to do):", file=out)
     header = ("assignment", "student", "nbgrader", "verified", "max", "first reason")
     rows = [(v.assignment, printable(v.student), "-" if v.nbgrader_score is None else f"{v.nbgrader_score:g}",
              f"{v.verified_score:g}", f"{v.max_score:g}",

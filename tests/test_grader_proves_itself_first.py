@@ -1,0 +1,195 @@
+"""Promise: a grader that is broken knows it, and says so instead of giving zeros.
+
+Before it grades a student, `make grade` grades the instructor's solution of
+every assignment it grades as a submission of its own, through the same
+sandbox, warm template, nbgrader Autograde and verification
+(tools/self_check.py). Where it loses a point, nobody is graded: nothing is
+written to the gradebook, the run names the assignment, the cell and the error,
+and it exits with status 3. Shown here with a grading environment whose
+`tools` (which the hidden tests import) the sandbox cannot see: the grader's
+Python takes `tools` from a copy of the course under /tmp (a clone, say), whose
+venv's own `tools` is a folder the sandbox does not mount.
+
+Once the grader has proved itself, what remains is judged per submission:
+a hidden test that stops at an import of the grader's own modules is NOT
+GRADED (never a 0, and never a free pass: it is flagged for the instructor);
+integrity.csv flags a grade that verification finds too high or too low; and
+make grade's exit status is 1 whenever anything was flagged or not graded.
+"""
+
+import csv
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from tests.conftest import require_sandbox
+from tools.nbgrader_course import Course, fill_release, solution_code
+from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS
+
+ASSIGNMENT = "ex01_by_hand"  # the cheapest to grade: NumPy only
+RELEASE = EXERCISES / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+ANSWERS = solution_code(SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+
+# Right where verification runs it, wrong in the notebook's kernel (a real IPython
+# kernel's shell): nbgrader gives fewer points than verification confirms.
+WORSE_IN_THE_KERNEL = ANSWERS["scores_by_hand"] + """
+try:
+    if type(get_ipython()).__name__ == "ZMQInteractiveShell":
+        scores_by_hand = scores_by_hand + 1
+except NameError:
+    pass
+"""
+# A student who breaks the hidden tests' import of the grader's module, hoping for NOT GRADED instead of 0.
+BREAKS_THE_GRADERS_MODULE = ANSWERS["score_gaps"] + """
+import sys
+sys.modules["tools.verification.in_kernel"] = None
+"""
+
+
+def grade(root, *assignments, env=None, cwd=ROOT):
+    proc = subprocess.run([str(BIN / "python"), "-m", "tools.grade", "--course", str(root), "--jobs", "2",
+                           *assignments], cwd=cwd, env=env, text=True, capture_output=True, timeout=900)
+    return proc
+
+
+def said(proc):
+    return f"make grade said (exit status {proc.returncode}):\n{proc.stdout[-5000:]}\n{proc.stderr[-3000:]}"
+
+
+def course_of(root, submissions):
+    course = Course(root, [ASSIGNMENT])
+    for student, cells in submissions.items():
+        course.submit(student, ASSIGNMENT, fill_release(RELEASE, {**ANSWERS, **cells}))
+    return course
+
+
+def integrity(root):
+    with open(root / "integrity.csv", newline="") as f:
+        return {row["student_id"]: row for row in csv.DictReader(f)}
+
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory):
+    """One assignment graded by a grader whose `tools` the sandbox cannot import."""
+    require_sandbox("the grader's self-check tests")
+    root = tmp_path_factory.mktemp("broken-grader-course")
+    # (no submission is the reference itself: the self-check grades one of its own)
+    commented = {"score_gaps": ANSWERS["score_gaps"] + "\n# Checked on paper too.\n"}
+    course = course_of(root, {"honest": commented, "blank": {name: "" for name in ANSWERS}})
+    # Another copy of the course under /tmp, whose tools/ the grader's Python imports first and whose .venv is
+    # this one: inside the sandbox (a /tmp of its own), that venv's `tools` is a folder nothing mounts.
+    clone = tmp_path_factory.mktemp("clone")
+    shutil.copytree(ROOT / "tools", clone / "tools", ignore=shutil.ignore_patterns("__pycache__"))
+    os.symlink(ROOT / ".venv", clone / ".venv")
+    env = {**os.environ, "PYTHONPATH": str(clone)}
+    proc = grade(root, ASSIGNMENT, env=env, cwd=clone)
+    return {"proc": proc, "course": course, "root": root}
+
+
+def test_a_broken_grader_grades_nobody_and_says_why(broken):
+    proc = broken["proc"]
+    assert proc.returncode == 3, said(proc)
+    assert "NOBODY GRADED" in proc.stdout, said(proc)
+    failed = [line for line in proc.stdout.splitlines() if line.strip().startswith(f"{ASSIGNMENT}: FAILED")]
+    assert failed and "stood in" not in failed[0], said(proc)
+    assert re.search(r"cell test_\w+ 0 / \d+ \(ModuleNotFoundError: No module named 'tools", failed[0]), said(proc)
+    assert broken["course"].scores(ASSIGNMENT) == {}, "a student was graded by a grader that failed its self-check"
+    for written in ("grades.csv", "integrity.csv", "autograded", "feedback"):
+        assert not (broken["root"] / written).exists(), f"{written} was written: {said(proc)}"
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory):
+    """A working grader: the reference passes; one submission is graded lower
+    in the notebook than verification confirms, one breaks the hidden tests'
+    import of the grader's module."""
+    require_sandbox("the grader's self-check tests")
+    root = tmp_path_factory.mktemp("judged-course")
+    course = course_of(root, {"honest": {}, "worse-in-the-kernel": {"scores_by_hand": WORSE_IN_THE_KERNEL},
+                              "breaks-the-graders-module": {"score_gaps": BREAKS_THE_GRADERS_MODULE}})
+    return {"proc": grade(root), "course": course, "root": root}
+
+
+def test_the_self_check_passes_first_and_is_reported(judged):
+    """Here "honest" submitted the reference notebook itself: it stands in for
+    the reference (graded once), and is graded as a student's too."""
+    out = judged["proc"].stdout
+    assert re.search(rf"self-check: .*\(passed\):\n  {ASSIGNMENT}: full marks \([\d.]+ s; honest's identical "
+                     rf"submission stood in\)", out), said(judged["proc"])
+    assert out.index("self-check:") < out.index(f"{ASSIGNMENT}  honest: 10 / 10"), said(judged["proc"])
+
+
+def test_a_grade_lower_than_verified_is_flagged(judged):
+    rows = integrity(judged["root"])
+    assert rows["honest"]["flagged"] == "no", rows["honest"]
+    row = rows["worse-in-the-kernel"]
+    assert (row["flagged"], row["nbgrader_score"], row["verified_score"]) == ("yes", "7", "10"), row
+    assert "test_scores_by_hand: nbgrader 0, verified 3 (nbgrader gave fewer points" in row["reason"], row
+
+
+def test_a_hidden_test_stopped_at_the_graders_module_is_not_graded_and_flagged(judged):
+    proc = judged["proc"]
+    line = next((line for line in proc.stdout.splitlines() if "breaks-the-graders-module: NOT GRADED" in line), "")
+    assert "reason that is the grader's" in line and "tools.verification.in_kernel" in line, said(proc)
+    assert "breaks-the-graders-module" not in judged["course"].scores(ASSIGNMENT), "it was given a grade"
+    row = integrity(judged["root"])["breaks-the-graders-module"]
+    assert row["flagged"] == "yes" and "not graded this run" in row["reason"], row
+
+
+def test_make_grade_exits_non_zero_when_anything_needs_a_look(judged):
+    proc = judged["proc"]
+    assert proc.returncode == 1, said(proc)
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("make grade: ATTENTION: 1 not graded, 1 flagged, of 3 submission(s)"), said(proc)
+
+
+@pytest.mark.parametrize("head, graders", [
+    ("ModuleNotFoundError: No module named 'tools'", True),
+    ("ModuleNotFoundError: No module named 'tools.verification'; 'tools' is not a package", True),
+    ("ModuleNotFoundError: import of tools.verification.in_kernel halted; None in sys.modules", True),
+    ("ImportError: cannot import name 'run_check' from 'tools.verification.in_kernel' (/x/in_kernel.py)", True),
+    ("FileNotFoundError: [Errno 2] No such file or directory: '/scratch/sentence.txt'", True),  # a file of the release
+    ("ModuleNotFoundError: No module named 'helpers'", False),  # the student's own module
+    ("ModuleNotFoundError: No module named 'toolsmith'", False),
+    ("FileNotFoundError: [Errno 2] No such file or directory: 'my_notes.txt'", False),
+    ("AssertionError: No module named 'tools'", False),  # a failed check that merely says so
+])
+def test_only_the_graders_own_failures_are_the_graders(head, graders):
+    from tools.self_check import grader_failure
+
+    found = grader_failure({"test_a": head, "solution_b": "ModuleNotFoundError: No module named 'tools'"},
+                           ["test_a"], {"tools", "course_helpers"}, {"sentence.txt"})
+    assert found == (f"cell test_a: {head}" if graders else ""), found
+
+
+def test_only_the_reference_itself_alone_in_its_folder_stands_in_for_it(tmp_path):
+    """A student's submission is graded in place of the reference only if it is
+    the same notebook with nothing beside it but nbgrader's own files: a module
+    of the student's next to it could change what the hidden tests import."""
+    import nbformat
+
+    from tools.course_settings import CourseSettings
+    from tools.self_check import same_as_reference, write_references
+
+    reference = write_references(CourseSettings.read(ROOT).layout, [ASSIGNMENT], tmp_path / "references")[ASSIGNMENT]
+    notebook = fill_release(RELEASE, ANSWERS)
+
+    def submitted(name, nb=notebook, beside=()):
+        folder = tmp_path / name
+        folder.mkdir()
+        nbformat.write(nb, folder / f"{ASSIGNMENT}.ipynb")
+        for file in ("timestamp.txt", *beside):
+            (folder / file).write_text("2026-01-01 00:00:00.000000 UTC\n")
+        return folder
+
+    assert same_as_reference(submitted("same"), reference)
+    assert not same_as_reference(submitted("with-a-module", beside=["tools.py"]), reference)
+    assert not same_as_reference(submitted("commented", fill_release(RELEASE, {**ANSWERS, "score_gaps": "# mine\n"
+                                                                                + ANSWERS["score_gaps"]})), reference)
+    linked = submitted("linked")
+    (linked / f"{ASSIGNMENT}.ipynb").unlink()
+    (linked / f"{ASSIGNMENT}.ipynb").symlink_to(reference / f"{ASSIGNMENT}.ipynb")
+    assert not same_as_reference(linked, reference)
