@@ -565,6 +565,7 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
             else:
                 held.append((assignment, student, private, result))
             return
+        stood_in = assignment in check.stand_ins
         try:
             verdict = None
             if result.get("ran") is not None:
@@ -574,7 +575,7 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
         except Exception as error:  # noqa: BLE001 - the self-check fails, saying why
             check.problems[assignment] = f"judging it failed: {type(error).__name__}: {error}"
             check.lines.append(f"  {assignment}: FAILED: {check.problems[assignment]}")
-        if assignment in check.stand_ins:  # a student's submission too: written once every reference passed
+        if stood_in:  # a student's submission too: written once every reference passed
             held.append((assignment, student, private, result))
         else:
             _rmtree(private)
@@ -586,7 +587,10 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
     todo_now = check.todo + [key for key in todo if key not in check.todo]  # the references first
     context = multiprocessing.get_context("fork")
     # One pass, unless a submission overruns its time and its worker must be stopped, or a reference fails.
-    while todo_now and not check.failed:
+    while not check.failed:
+        todo_now += [key for key in check.pending() if key not in todo_now]  # a stand-in failed: the reference
+        if not todo_now:
+            break
         todo_now = grade_with_pool(context, jobs, worker_run, layout, snapshot, staging, todo_now, budget, arrived,
                                    not_graded, out, sources=check.sources, stop=lambda: check.failed)
     warm.close_kernel_template()
