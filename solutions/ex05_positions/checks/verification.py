@@ -100,10 +100,11 @@ def attention_cause(out, q_turned, keys, values, L):
 
 
 def reference_bucket(rel, bidirectional, num_buckets, max_distance, sign=1, cap=True, halve=True, rounded=False,
-                     causal_abs=False):
+                     causal_abs=False, dtype=torch.float32, clamp_distance=False):
     """T5's bucket of every relative position (Mesh TensorFlow's _relative_position_bucket: float32 logarithm,
     truncation). The variants: relative positions read the other way (``sign`` -1), no cap at the last bucket,
-    bidirectional buckets not halved, the fraction rounded, and the causal distance taken as an absolute value."""
+    bidirectional buckets not halved, the fraction rounded, the causal distance taken as an absolute value, the
+    fraction computed in another dtype, and the distance clamped to max_distance - 1 (in place of the cap)."""
     rel = sign * torch.as_tensor(rel).long()
     offset = torch.zeros_like(rel)
     n = num_buckets
@@ -115,7 +116,9 @@ def reference_bucket(rel, bidirectional, num_buckets, max_distance, sign=1, cap=
     else:
         a = rel.abs() if causal_abs else (-rel).clamp(min=0)
     e = n // 2
-    fraction = torch.log(a.float() / e) / math.log(max_distance / e) * (n - e)
+    if clamp_distance:
+        a = a.clamp(max=max_distance - 1)
+    fraction = torch.log(a.to(dtype) / e) / math.log(max_distance / e) * (n - e)
     wide = e + (fraction.round() if rounded else fraction).long()
     if cap:
         wide = wide.clamp(max=n - 1)
@@ -130,6 +133,12 @@ BUCKET_MISTAKES = [
     (dict(rounded=True), "The logarithmic fraction looks rounded: T5 truncates it toward zero (.long())."),
     (dict(causal_abs=True), "With bidirectional=False a key after the query counts as distance 0 (bucket 0): take "
                             "max(-relative position, 0), not the absolute value."),
+    (dict(dtype=torch.float64), "The fraction looks computed in float64: T5's code computes it in float32 "
+                                "(distance.float()), and at some distances the two truncate to different buckets."),
+    (dict(clamp_distance=True, cap=False),
+     "Distances of max_distance and more look clamped to max_distance - 1 before the logarithm: when max_distance "
+     "is small beside the number of buckets, that distance is not in the last bucket. Cap the bucket, not the "
+     "distance."),
 ]
 
 
@@ -267,13 +276,17 @@ def test_rope_decode_attention(p):
 
 BUCKET_CONFIGS = [(True, 32, 128), (False, 32, 128), (True, 16, 64), (True, 10, 50), (False, 12, 100),
                   (False, 8, 20), (True, 64, 256), (True, 24, 90), (False, 20, 40)]
+# Always tried as well: max_distance small beside the number of buckets (16 logarithmic buckets for the distances
+# 16 to 19 of each half, and 20 for 20 to 23), and two where the fraction computed in float32, as T5's code does,
+# lands on the other side of a whole number than in float64 (distances 20, 40 and 160: e.g. 12 against 11).
+FIXED_BUCKET_CONFIGS = [(True, 64, 20), (False, 40, 24), (True, 40, 320), (False, 20, 320)]
 
 
 def test_t5_relative_bucket(p):
     picked = [0, 1] + sorted(p.rng.choice(range(2, len(BUCKET_CONFIGS)), size=3, replace=False).tolist())
     cases = []
-    for n, index in enumerate(picked):
-        bidirectional, num_buckets, max_distance = BUCKET_CONFIGS[index]
+    for n, config in enumerate([BUCKET_CONFIGS[index] for index in picked] + FIXED_BUCKET_CONFIGS):
+        bidirectional, num_buckets, max_distance = config
         kwargs = dict(bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)
         described = f"bidirectional={bidirectional}, num_buckets={num_buckets}, max_distance={max_distance}"
         span = torch.arange(-3 * max_distance, 3 * max_distance + 1)
@@ -392,6 +405,11 @@ def test_is_permutation_equivariant(p):
     x = p.randn(3, 2, 4)
     add("AddPositions whose two rows are equal", add_positions(p.randn(1, 4).expand(2, 4).contiguous()), x, True)
     add("AddPositions whose two rows differ, num_trials=1", add_positions(p.randn(2, 4)), x, False, num_trials=1)
+    # torch's global random numbers: the same after a call as before it (the notebook's helper global_rng_kept).
+    rng_kept = [(label, p.call("global_rng_kept", "is_permutation_equivariant", layer, x_, num_trials=trials))
+                for label, layer, x_, trials in [
+                    ("Tokenwise, num_trials=3", tokenwise(p, 4, 3), p.randn(2, 6, 4), 3),
+                    ("AddPositions, num_trials=6", add_positions(p.randn(9, 3)), p.randn(1, 9, 3), 6)]]
     # num_trials is used: the reversal and num_trials random orders make num_trials + 1 reordered inputs.
     x = p.randn(2, 10, 3)
     counted = [(trials, x, p.call("is_permutation_equivariant", Recorded(tokenwise(p, 3, 3)), x,
@@ -417,6 +435,16 @@ def test_is_permutation_equivariant(p):
                                      "permutation equivariant" + (
                                          ", to within atol. Compare with torch.allclose(..., atol=atol)."
                                          if "atol" in label or "1e-7" in label else "."))
+        for label, h in rng_kept:
+            what = f"is_permutation_equivariant for {label}"
+            error = r.raised(h)
+            expect(error is None, f"{what} raised {error}.")
+            kept = r.value(h, what)
+            expect(kept is True or kept is False,
+                   f"{what}: the notebook's helper global_rng_kept did not answer; run the helper cell unchanged.")
+            expect(kept, f"{what} changed torch's global random numbers (torch.get_rng_state() differs after the "
+                         "call), which the rest of a notebook uses: draw the orders from a torch.Generator of your "
+                         "own, seeded with 0, rather than seeding or drawing from torch's global one.")
         for trials, x, h in counted:
             what = f"is_permutation_equivariant for Tokenwise with num_trials={trials}"
             verdict = r.value(h, what)
