@@ -216,7 +216,7 @@ def test_rope_decode_cache(p):
                    "unrotated; it is not.")
             got = keys[..., L:, :].double()
             close_explained(got, reference_turn(k, L, base), atol=tol, rtol=tol,
-                            what="The new rows of the key cache returned by rope_decode_step", on=label,
+                            what="The key cache returned by rope_decode_step (its new rows)", on=label,
                             explain=lambda: turn_cause(got, k, L, base),
                             otherwise=f"They are compared with RoPE computed in float64 at positions {L}, {L + 1}, "
                                       f"..., atol=rtol={tol:g}.")
