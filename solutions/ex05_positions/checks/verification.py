@@ -14,11 +14,13 @@ thousands of tokens, where angles computed in float32 are off). Its output
 (``test_rope_decode_attention``) is compared with causal attention computed
 here in float64 over the student's own rotated keys and queries (the queries'
 rotation is read from a second call whose keys are the queries), so that a
-mistake in the rotation costs the first cell only. ``t5_relative_bucket`` is
-compared exactly with T5's bucketing (Mesh TensorFlow's
-``_relative_position_bucket``, float32 logarithm, truncation), for both
-directions and numbers of buckets and maximum distances drawn afresh for each
-run. ``is_permutation_equivariant`` is given layers built from the classes of
+mistake in the rotation costs the first cell only. ``t5_bucket_starts`` is
+compared exactly with the first distance of every bucket of T5's rule (Mesh
+TensorFlow's ``_relative_position_bucket``, float32 logarithm, truncation,
+given in a locked cell), found here by bisection on the rule, -1 for buckets
+no distance reaches, for both directions, fixed corners (max_distance small
+beside the number of buckets, float32 against float64, up to 10**12) and
+configurations drawn afresh for each run. ``is_permutation_equivariant`` is given layers built from the classes of
 the notebook's locked ``layers`` cell (``Tokenwise``, ``AddPositions``, ...),
 with weights and position tables drawn here; whether each layer is equivariant
 is known here from how it was built, and the student's answer must agree; a
@@ -99,52 +101,72 @@ def attention_cause(out, q_turned, keys, values, L):
     return ""
 
 
-def reference_bucket(rel, bidirectional, num_buckets, max_distance, sign=1, cap=True, halve=True, rounded=False,
-                     causal_abs=False, dtype=torch.float32, clamp_distance=False):
+def reference_bucket(rel, bidirectional, num_buckets, max_distance):
     """T5's bucket of every relative position (Mesh TensorFlow's _relative_position_bucket: float32 logarithm,
-    truncation). The variants: relative positions read the other way (``sign`` -1), no cap at the last bucket,
-    bidirectional buckets not halved, the fraction rounded, the causal distance taken as an absolute value, the
-    fraction computed in another dtype, and the distance clamped to max_distance - 1 (in place of the cap)."""
-    rel = sign * torch.as_tensor(rel).long()
+    truncation, capped at the last bucket of a half), as the notebook's locked cell gives it."""
+    rel = torch.as_tensor(rel).long()
     offset = torch.zeros_like(rel)
     n = num_buckets
     if bidirectional:
-        if halve:
-            n = num_buckets // 2
+        n = num_buckets // 2
         offset = (rel > 0).long() * n
         a = rel.abs()
     else:
-        a = rel.abs() if causal_abs else (-rel).clamp(min=0)
+        a = (-rel).clamp(min=0)
     e = n // 2
-    if clamp_distance:
-        a = a.clamp(max=max_distance - 1)
-    fraction = torch.log(a.to(dtype) / e) / math.log(max_distance / e) * (n - e)
-    wide = e + (fraction.round() if rounded else fraction).long()
-    if cap:
-        wide = wide.clamp(max=n - 1)
-    return offset + torch.where(a < e, a, wide)
+    fraction = torch.log(a.float() / e) / math.log(max_distance / e) * (n - e)
+    return offset + torch.where(a < e, a, (e + fraction.long()).clamp(max=n - 1))
 
 
-BUCKET_MISTAKES = [
-    (dict(sign=-1), "The two halves look swapped: the relative position is the key's position minus the query's, "
-                    "and keys after the query (> 0) go to the upper half."),
-    (dict(cap=False), "Far distances run past the last bucket of their half: cap the logarithmic bucket at n - 1."),
+def reference_starts(bidirectional, num_buckets, max_distance, halve=True, first_of_upper=-1, skipped=-1,
+                     last_at_max=False, solved_in_float64=False):
+    """The first distance of every bucket of T5's rule, -1 for a bucket no relative position lands in (bisection on
+    the rule, which never decreases with the distance). The variants: bidirectional buckets not halved, the upper
+    half's first bucket given distance ``first_of_upper`` (0: relative position 0 read as after the query), a
+    skipped bucket given the first distance beyond it (``skipped`` None), the last bucket of a half starting at
+    max_distance, and the formula solved for the distance in float64 (rounded up) in place of the rule."""
+    n = num_buckets // 2 if bidirectional and halve else num_buckets
+    e = n // 2
+    starts = torch.full((num_buckets,), -1, dtype=torch.long)
+    starts[:e] = torch.arange(e)
+    target = torch.arange(e, n)
+    if solved_in_float64:
+        found = torch.tensor([math.ceil(e * math.exp((b - e) / (n - e) * math.log(max_distance / e)))
+                              for b in range(e, n)], dtype=torch.long)
+        starts[e:n] = found.clamp(min=e)
+    else:
+        lo, hi = torch.full_like(target, e), torch.full_like(target, max_distance)
+        while bool((lo < hi).any()):
+            mid = (lo + hi) // 2
+            reached = reference_bucket(-mid, bidirectional, num_buckets, max_distance) >= target
+            hi, lo = torch.where(reached, mid, hi), torch.where(reached, lo, mid + 1)
+        landed = reference_bucket(-lo, bidirectional, num_buckets, max_distance) == target
+        starts[e:n] = lo if skipped is None else torch.where(landed, lo, skipped)
+    if last_at_max:
+        starts[n - 1] = max_distance
+    if bidirectional and 2 * n <= num_buckets:
+        starts[n:2 * n] = starts[:n]
+        starts[n] = first_of_upper
+    return starts
+
+
+START_MISTAKES = [
+    (dict(first_of_upper=0), "Bucket num_buckets // 2, the first of the upper half, should be -1: relative position 0 "
+                             "is not after the query, and t5_relative_bucket puts it in the lower half."),
+    (dict(skipped=None), "Where consecutive distances jump over a bucket, yours gives the skipped bucket the first "
+                         "distance of a later one: a bucket that no relative position lands in is -1."),
+    (dict(last_at_max=True), "The last bucket of a half looks started at max_distance: the cap at n - 1 makes it "
+                             "start earlier, where the truncated fraction first reaches n - e - 1."),
     (dict(halve=False), "With bidirectional=True each direction has num_buckets // 2 buckets, not num_buckets."),
-    (dict(rounded=True), "The logarithmic fraction looks rounded: T5 truncates it toward zero (.long())."),
-    (dict(causal_abs=True), "With bidirectional=False a key after the query counts as distance 0 (bucket 0): take "
-                            "max(-relative position, 0), not the absolute value."),
-    (dict(dtype=torch.float64), "The fraction looks computed in float64: T5's code computes it in float32 "
-                                "(distance.float()), and at some distances the two truncate to different buckets."),
-    (dict(clamp_distance=True, cap=False),
-     "Distances of max_distance and more look clamped to max_distance - 1 before the logarithm: when max_distance "
-     "is small beside the number of buckets, that distance is not in the last bucket. Cap the bucket, not the "
-     "distance."),
+    (dict(solved_in_float64=True), "The starts look solved from the formula in float64: T5's rule computes the "
+                                   "fraction in float32, which truncates to another bucket at some distances, and "
+                                   "skips buckets when max_distance is small. Let t5_relative_bucket decide."),
 ]
 
 
-def bucket_cause(got, rel, bidirectional, num_buckets, max_distance):
-    for variant, cause in BUCKET_MISTAKES:
-        if torch.equal(got, reference_bucket(rel, bidirectional, num_buckets, max_distance, **variant)):
+def starts_cause(got, bidirectional, num_buckets, max_distance):
+    for variant, cause in START_MISTAKES:
+        if torch.equal(got, reference_starts(bidirectional, num_buckets, max_distance, **variant)):
             return cause
     return ""
 
@@ -274,51 +296,43 @@ def test_rope_decode_attention(p):
     return judge
 
 
-BUCKET_CONFIGS = [(True, 32, 128), (False, 32, 128), (True, 16, 64), (True, 10, 50), (False, 12, 100),
-                  (False, 8, 20), (True, 64, 256), (True, 24, 90), (False, 20, 40)]
-# Always tried as well: max_distance small beside the number of buckets (16 logarithmic buckets for the distances
-# 16 to 19 of each half, and 20 for 20 to 23), and two where the fraction computed in float32, as T5's code does,
-# lands on the other side of a whole number than in float64 (distances 20, 40 and 160: e.g. 12 against 11).
-FIXED_BUCKET_CONFIGS = [(True, 64, 20), (False, 40, 24), (True, 40, 320), (False, 20, 320)]
+BUCKET_CONFIGS = [(True, 16, 64), (True, 10, 50), (False, 12, 100), (False, 8, 20), (True, 64, 256),
+                  (True, 24, 90), (False, 20, 40), (True, 128, 5000), (False, 6, 1000)]
+# Always tried as well: the defaults both ways; max_distance small beside the number of buckets (64 buckets and 20,
+# and just above e); a fraction whose float32 and float64 values truncate to different buckets (distance 40 of 40
+# buckets and 320, 160 of 20 and 320); the fewest buckets; and max_distance up to 10**12.
+FIXED_BUCKET_CONFIGS = [(True, 32, 128), (False, 32, 128), (True, 64, 20), (False, 40, 24), (True, 128, 33),
+                        (True, 40, 320), (False, 20, 320), (True, 4, 2), (False, 4, 3), (True, 32, 10**12),
+                        (False, 64, 3 * 10**11), (True, 128, 10**12)]
 
 
-def test_t5_relative_bucket(p):
-    picked = [0, 1] + sorted(p.rng.choice(range(2, len(BUCKET_CONFIGS)), size=3, replace=False).tolist())
-    cases = []
-    for n, config in enumerate([BUCKET_CONFIGS[index] for index in picked] + FIXED_BUCKET_CONFIGS):
+def test_t5_bucket_starts(p):
+    picked = sorted(p.rng.choice(range(len(BUCKET_CONFIGS)), size=3, replace=False).tolist())
+    cases = [("the defaults", (True, 32, 128), p.call("t5_bucket_starts"))]
+    for config in FIXED_BUCKET_CONFIGS + [BUCKET_CONFIGS[index] for index in picked]:
         bidirectional, num_buckets, max_distance = config
-        kwargs = dict(bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)
-        described = f"bidirectional={bidirectional}, num_buckets={num_buckets}, max_distance={max_distance}"
-        span = torch.arange(-3 * max_distance, 3 * max_distance + 1)
-        L, T_q = int(p.rng.integers(50, 400)), int(p.rng.integers(2, 6))
-        matrix = torch.arange(L + T_q)[None, :] - torch.arange(L, L + T_q)[:, None]  # queries at L, L + 1, ...
-        far = torch.from_numpy(p.rng.integers(-3_000_000, 3_000_001, size=(4, 5)))
-        inputs = [(f"every relative position from {-3 * max_distance} to {3 * max_distance}", span),
-                  (f"a ({T_q}, {L + T_q}) matrix of {T_q} queries at positions {L}, ... against keys 0, ...", matrix),
-                  ("relative positions in the millions, int32", far.to(torch.int32))]
-        if n == 0:
-            inputs.append(("relative positions as in the visible test, called with the defaults",
-                           torch.tensor([0, -3, 3, -8, -20, -127, -128, -1000, 1000])))
-        for label, rel in inputs:
-            call = (p.call("t5_relative_bucket", rel, after=(0,)) if "defaults" in label
-                    else p.call("t5_relative_bucket", rel, after=(0,), **kwargs))
-            cases.append((f"{label} ({described})", rel, kwargs, call))
+        cases.append((f"bidirectional={bidirectional}, num_buckets={num_buckets}, max_distance={max_distance}", config,
+                      p.call("t5_bucket_starts", bidirectional=bidirectional, num_buckets=num_buckets,
+                             max_distance=max_distance)))
 
     def judge(r):
-        for label, rel, kwargs, h in cases:
-            what = f"t5_relative_bucket on {label}"
+        for described, config, h in cases:
+            what = f"t5_bucket_starts with {described}"
+            error = r.raised(h)
+            expect(error is None, f"{what} raised {error}." + (
+                " A tensor of every distance up to max_distance does not fit in memory: find each start by asking "
+                "t5_relative_bucket at a few distances only." if config[2] > 10**9 else ""))
             got = r.tensor(h, what)
-            expect(torch.equal(as_input_at(r, h, 0, what), rel), f"{what} changed its argument.")
-            expect(tuple(got.shape) == tuple(rel.shape),
-                   f"{what} should return the shape of its argument, {tuple(rel.shape)}; it returns {tuple(got.shape)}.")
-            expect(got.dtype == torch.long, f"{what} returns {got.dtype}; it should return torch.long, bucket numbers.")
-            ref = reference_bucket(rel, **kwargs)
+            expect(tuple(got.shape) == (config[1],),
+                   f"{what} should return one entry per bucket, shape ({config[1]},); it returns {tuple(got.shape)}.")
+            expect(got.dtype == torch.long, f"{what} returns {got.dtype}; it should return torch.long, distances.")
+            ref = reference_starts(*config)
             wrong = got != ref
             if wrong.any():
-                cause = bucket_cause(got, rel, **kwargs)
-                raise Fail(f"{what}: {int(wrong.sum())} of {rel.numel()} buckets differ from T5's, for instance that "
-                           f"of relative position {int(rel[wrong][0])}, which yours puts in bucket "
-                           f"{int(got[wrong][0])}. {cause}".rstrip())
+                b = int(wrong.nonzero()[0, 0])
+                cause = starts_cause(got, *config)
+                raise Fail(f"{what}: {int(wrong.sum())} of {config[1]} starts differ from T5's rule, for instance that "
+                           f"of bucket {b}, which yours puts at {int(got[b])}. {cause}".rstrip())
 
     return judge
 
@@ -474,6 +488,6 @@ def test_is_permutation_equivariant(p):
 CHECKS = {
     "test_rope_decode_cache": test_rope_decode_cache,
     "test_rope_decode_attention": test_rope_decode_attention,
-    "test_t5_relative_bucket": test_t5_relative_bucket,
+    "test_t5_bucket_starts": test_t5_bucket_starts,
     "test_is_permutation_equivariant": test_is_permutation_equivariant,
 }
