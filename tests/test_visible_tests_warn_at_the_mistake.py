@@ -61,9 +61,10 @@ MUST_BE_CAUGHT = {
     "ex05_positions": [
         "eq_always_true", "eq_exact_comparison", "eq_global_rng", "eq_ignores_atol", "eq_inverse_permutation",
         "eq_judges_last_item", "eq_output_not_permuted", "eq_permutes_batch", "eq_reversal_only",
-        "step_angles_float32", "step_mask_top_left", "step_new_before_cache", "step_no_mask",
-        "step_positions_from_0", "step_rerotates_cache", "step_scaled_by_d_v", "t5_causal_abs",
-        "t5_exact_from_all_buckets", "t5_no_cap", "t5_not_halved", "t5_rounds", "t5_sign_flipped",
+        "step_angles_float32", "step_lengths_unchecked", "step_mask_top_left", "step_new_before_cache", "step_no_mask",
+        "step_padding_attended", "step_positions_from_0", "step_positions_from_L", "step_rerotates_cache",
+        "step_scaled_by_d_v", "t5_last_starts_at_max_distance",
+        "t5_not_halved", "t5_skipped_buckets_filled", "t5_solved_in_float64", "t5_upper_first_bucket_reached",
     ],
     "ex06_trained_attention": [
         "task_targets_ahead", "task_scored_from_previous_token", "task_global_generator",

@@ -107,6 +107,22 @@ def test_score_gaps(p):
     wide[:, 0] = np.round(rng.uniform(-390.0, -370.0, size=2), 2)   # the first key far below another:
     wide[:, 1] = np.round(rng.uniform(370.0, 390.0, size=2), 2)     # a raw gap above 709 = ln(float64's max)
     cases.append((wide, 64, reference_softmax(wide / 8.0), "raw scores hundreds apart with d_k = 64"))
+    # Weights below float64's smallest normal number (2.2e-308): a raw gap of 710 to 713 with d_k = 1 gives a
+    # weight near 1e-309 (still known to about 1e-14 of itself), and a ratio of two weights beyond float64's
+    # largest number, e^709.8. Row 0: the first key is the tiny one; row 1: the first key is the largest and
+    # another one tiny; row 2: both.
+    tiny = np.round(rng.uniform(-5.0, 5.0, size=(3, 5)), 2)
+    tiny[0, 0] = tiny[0].max() - round(float(rng.uniform(710.0, 713.0)), 2)
+    tiny[1, 0] = tiny[1].max() + 1.0
+    tiny[1, 3] = tiny[1, 0] - round(float(rng.uniform(710.0, 713.0)), 2)
+    tiny[2, 0] = tiny[2].max() - round(float(rng.uniform(710.0, 713.0)), 2)
+    tiny[2, 4] = tiny[2, 0] - 0.5
+    cases.append((tiny, 1, reference_softmax(tiny), "raw scores 710 to 713 apart with d_k = 1 (weights near 1e-309)"))
+    # Scores to every digit float64 keeps, not rounded to a few decimals.
+    for T_q, T_k, d_k, spread in [(4, 6, 5, 3.0), (3, 3, 16, 40.0)]:
+        S = rng.normal(size=(T_q, T_k)) * spread
+        cases.append((S, d_k, reference_softmax(S / np.sqrt(d_k)),
+                      f"a random ({T_q}, {T_k}) example with d_k = {d_k}, scores not rounded"))
     handles = [p.call("score_gaps", A, d_k, after=(0,)) for S, d_k, A, label in cases]
 
     def judge(r):
@@ -117,7 +133,8 @@ def test_score_gaps(p):
             expect_shape(f"score_gaps on {label}", G, A.shape)
             expect(np.all(np.isfinite(G)), f"score_gaps gave inf or NaN on {label}. Every weight is positive, so "
                                            "its logarithm is finite: take the logarithm of each weight, not of a "
-                                           "difference or of an exponential.")
+                                           "ratio of weights (which overflows when one weight is below about "
+                                           "1e-308), a difference or an exponential.")
             wanted = S - S[:, :1]
             causes = {
                 np.sqrt(d_k): "Did you multiply by d_k instead of its square root?",

@@ -179,9 +179,23 @@ def test_packed_causal_mask(p):
     cases = [(lengths, p.call("packed_causal_mask", lengths)) for lengths in visible + lengths_cases]
     as_tensor_case = lengths_cases[0]
     h_tensor = p.call("packed_causal_mask", torch.tensor(as_tensor_case))
+    # Every sequence empty: a row of no tokens, as a list and as a tensor.
+    empty = [0] * int(rng.integers(1, 4))
+    h_empty = [(f"packed_causal_mask({empty})", p.call("packed_causal_mask", empty)),
+               (f"packed_causal_mask(torch.tensor({empty}))", p.call("packed_causal_mask", torch.tensor(empty)))]
+    # Lengths in every integer dtype the task names.
+    small = [int(n) for n in rng.integers(0, 6, size=5)]
+    small[int(rng.integers(0, 5))] = 0
+    small[int(rng.integers(0, 5))] = int(rng.integers(1, 6))
+    h_dtypes = [(dtype, p.call("packed_causal_mask", torch.tensor(small, dtype=dtype)))
+                for dtype in (torch.int32, torch.int16, torch.int8, torch.uint8)]
     bad = [int(n) for n in rng.integers(1, 5, size=4)]
     bad[2] = -int(rng.integers(1, 4))
     h_bad = p.call("packed_causal_mask", bad)
+    h_bad_int8 = p.call("packed_causal_mask", torch.tensor(bad, dtype=torch.int8))
+    not_integers = [(torch.tensor([n > 0 for n in small]), "torch.bool"),
+                    (torch.tensor(small, dtype=torch.float32) + 0.5, "torch.float32")]
+    h_types = [(t, name, p.call("packed_causal_mask", t)) for t, name in not_integers]
 
     def judge(r):
         for lengths, h in cases:
@@ -189,8 +203,33 @@ def test_packed_causal_mask(p):
         expect_mask(r, h_tensor, reference_packed(as_tensor_case),
                     f"packed_causal_mask(torch.tensor({as_tensor_case})), lengths given as a tensor",
                     packed_explainer(as_tensor_case))
+        for what, h in h_empty:
+            error = r.raised(h)
+            expect(error is None, f"{what}, a row whose sequences are all empty, raised {error}. An empty sequence "
+                                  "is allowed, and so is a row of them: it holds no token, and its mask is (0, 0)."
+                   if error else "")
+            expect_mask(r, h, torch.zeros(0, 0, dtype=torch.bool), f"{what} (every sequence empty)",
+                        lambda i, j: "there is no token")
+        for dtype, h in h_dtypes:
+            what = f"packed_causal_mask(torch.tensor({small}, dtype={dtype}))"
+            error = r.raised(h)
+            expect(error is None, f"{what} raised {error}. Lengths may come in any integer dtype: convert them to "
+                                  "torch.long before you use them." if error else "")
+            expect_mask(r, h, reference_packed(small), f"{what}, lengths of dtype {dtype}", packed_explainer(small))
         expect_value_error(r, h_bad, f"packed_causal_mask({bad})", mentions=[str(bad[2])],
                            hint="A negative length is a mistake by the caller.")
+        expect_value_error(r, h_bad_int8, f"packed_causal_mask(torch.tensor({bad}, dtype=torch.int8))",
+                           mentions=[str(bad[2])], hint="A negative length is a mistake by the caller, in any dtype.")
+        for t, name, h in h_types:
+            what = f"packed_causal_mask(torch.tensor({t.tolist()}))"
+            error = r.raised(h)
+            expect(error is not None, f"{what}, a tensor of dtype {name}, returned a mask; it should raise TypeError: "
+                                      "such a tensor holds no lengths (converting it reads True as 1, 2.5 as 2).")
+            expect(error.is_a("TypeError"), f"{what}, a tensor of dtype {name}, raised {error.type}; it should raise "
+                                            "TypeError, which says the argument has the wrong type.")
+            expect(name in error.message or name.split(".")[1] in error.message,
+                   f"{what} raised TypeError, but its message should name the dtype that arrived, {name}. "
+                   f"It says: {error.message[:200]}")
 
     return judge
 

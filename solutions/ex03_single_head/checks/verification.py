@@ -161,6 +161,12 @@ def test_cross_attention(p):
     h_garbage = visible.call(x, garbage, key_padding_mask=padding)
     h_single = visible.call(x[0], context[0], key_padding_mask=padding[0])
     h_visible_error = visible.call(x, randn(2, 5, 4))
+    h_visible_rules = [("CrossAttention(4, 6, 3) given x (2, 3, 4) and a context of 3 sequences, (3, 5, 6)", (3, 5, 6), 6,
+                        visible.call(x, randn(3, 5, 6))),
+                       ("CrossAttention(4, 6, 3) given an unbatched x (3, 4) and a batched context (2, 5, 6)", (2, 5, 6),
+                        6, visible.call(x[0], context)),
+                       ("CrossAttention(4, 6, 3) given a 4-dimensional x (1, 2, 3, 4) and context (1, 2, 5, 6)",
+                        (1, 2, 3, 4), 4, visible.call(x[None], context[None]))]
 
     # The hidden tests' configurations, with the grader's weights and inputs.
     configs = []
@@ -203,7 +209,13 @@ def test_cross_attention(p):
                (f"a batched x (2, 3, {d_query}) and an unbatched context (4, {d_context})", (4, d_context), d_context,
                 m.call(randn(2, 3, d_query), randn(4, d_context))),
                (f"x with 2 sequences and a context with 3, (3, 4, {d_context})", (3, 4, d_context), d_context,
-                m.call(randn(2, 3, d_query), randn(3, 4, d_context)))]
+                m.call(randn(2, 3, d_query), randn(3, 4, d_context))),
+               (f"an unbatched x (3, {d_query}) and a batched context (2, 4, {d_context})", (2, 4, d_context),
+                d_context, m.call(randn(3, d_query), randn(2, 4, d_context))),
+               (f"a 4-dimensional x (2, 2, 3, {d_query}) and context (2, 2, 4, {d_context})", (2, 2, 3, d_query),
+                d_query, m.call(randn(2, 2, 3, d_query), randn(2, 2, 4, d_context))),
+               (f"a 1-dimensional x ({d_query},) and a context (4, {d_context})", (d_query,), d_query,
+                m.call(randn(d_query), randn(4, d_context)))]
         expected = sorted(f"{n}.{w}" for n in ("W_q", "W_k", "W_v") for w in (["weight", "bias"] if bias else ["weight"]))
         configs.append((label, d_query, d_context, d_out, bias, facts, expected, params, cases, bad))
 
@@ -235,7 +247,7 @@ def test_cross_attention(p):
                "Sequence 1 is all padding, so its weights and outputs should be all zeros. If you filled with a "
                "large negative number such as -1e9, its rows became uniform.")
         ref_out_p, ref_w_p = cross_reference(held, x, context, padding)
-        close(w_p, ref_w_p, atol=1e-5, rtol=1e-5, what="The weights", on="a (2, 5) padding mask",
+        close(w_p, ref_w_p, atol=1e-5, rtol=1e-5, what="The weight matrix", on="a (2, 5) padding mask",
               cause=lambda: cross_cause(w_p, held, x, context, padding, 4, 6))
         close_torch(out_p, ref_out_p, atol=1e-5, rtol=1e-5, what="out", on="a (2, 5) padding mask")
         out_g, _ = pair(r, h_garbage, "cross(x, garbage, key_padding_mask=padding)")
@@ -248,6 +260,8 @@ def test_cross_attention(p):
                     on="x[0], context[0] and the mask padding[0]", cause="It should equal sequence 0 of the batched call.")
         expect_value_error(r, h_visible_error, "CrossAttention(4, 6, 3) given a context of width 4",
                            shapes=((2, 5, 4),), alone=(6,))
+        for what, shape, width, h in h_visible_rules:
+            expect_value_error(r, h, what, shapes=(shape,), alone=(width,))
         for label, d_query, d_context, d_out, bias, h_facts_m, expected, params, cases, bad in configs:
             facts = r.facts(h_facts_m, label)
             expect(facts["module"], f"{label} should be an nn.Module.")

@@ -7,18 +7,23 @@ afresh for every grading run. A failed check's message is what the student
 reads in the feedback: which function, on what input, how far off and the
 likely cause, never the expected numbers.
 
-``rope_decode_step`` is judged twice. Its caches (``test_rope_decode_cache``)
-are compared with RoPE computed here in float64 at the positions that follow
-the cache, the cached rows exactly, on empty, short and long caches (tens of
-thousands of tokens, where angles computed in float32 are off). Its output
-(``test_rope_decode_attention``) is compared with causal attention computed
-here in float64 over the student's own rotated keys and queries (the queries'
-rotation is read from a second call whose keys are the queries), so that a
-mistake in the rotation costs the first cell only. ``t5_relative_bucket`` is
-compared exactly with T5's bucketing (Mesh TensorFlow's
-``_relative_position_bucket``, float32 logarithm, truncation), for both
-directions and numbers of buckets and maximum distances drawn afresh for each
-run. ``is_permutation_equivariant`` is given layers built from the classes of
+``rope_decode_step`` is judged twice, on batches of left-padded caches whose
+sequences hold different numbers of tokens (``cache_lengths``). Its caches
+(``test_rope_decode_cache``) are compared with RoPE computed here in float64
+at the positions that follow each sequence's own cache, the cached and padding
+rows exactly, on empty, short and long caches (tens of thousands of tokens,
+where angles computed in float32 are off), and lengths out of range must raise
+a ValueError. Its output (``test_rope_decode_attention``) is compared with
+causal attention computed here in float64 over the student's own rotated keys
+and queries (the queries' rotation is read from a second call whose keys are
+the queries), padding hidden, so that a mistake in the rotation costs the first
+cell only. ``t5_bucket_starts`` is
+compared exactly with the first distance of every bucket of T5's rule (Mesh
+TensorFlow's ``_relative_position_bucket``, float32 logarithm, truncation,
+given in a locked cell), found here by bisection on the rule, -1 for buckets
+no distance reaches, for both directions, fixed corners (max_distance small
+beside the number of buckets, float32 against float64, up to 10**12) and
+configurations drawn afresh for each run. ``is_permutation_equivariant`` is given layers built from the classes of
 the notebook's locked ``layers`` cell (``Tokenwise``, ``AddPositions``, ...),
 with weights and position tables drawn here; whether each layer is equivariant
 is known here from how it was built, and the student's answer must agree; a
@@ -36,22 +41,27 @@ from tools.verification.probes import Fail, Nested, Recorded, as_tensor, close_t
 # --- references, and the usual mistakes as variants of them -------------------------------------------------------
 
 
-def reference_turn(x, start, base=10000.0, angles_in=torch.float64, sign=1.0):
-    """x, (..., T, d), rotated by RoPE (interleaved pairs) at positions start, ..., start + T - 1, in float64.
-    The variants: angles computed in float32 (``angles_in``) or clockwise (``sign`` -1)."""
-    T, d = x.shape[-2], x.shape[-1]
-    positions = torch.arange(start, start + T).to(angles_in)
+def reference_turn(x, starts, base=10000.0, angles_in=torch.float64, sign=1.0):
+    """x, (B, ..., T, d), rotated by RoPE (interleaved pairs) in float64, sequence b at positions starts[b],
+    starts[b] + 1, ...; the variants: angles computed in float32 (``angles_in``) or clockwise (``sign`` -1)."""
+    B, T, d = x.shape[0], x.shape[-2], x.shape[-1]
+    positions = (torch.as_tensor(starts).long()[:, None] + torch.arange(T)).to(angles_in)  # (B, T)
     freqs = base ** (-torch.arange(0, d, 2).to(angles_in) / d)
-    angles = sign * (positions[:, None] * freqs).double()  # (T, d/2)
+    angles = sign * (positions[..., None] * freqs).double()  # (B, T, d/2)
+    angles = angles.reshape(B, *(1,) * (x.dim() - 3), T, d // 2)
     c, s = angles.cos(), angles.sin()
     a, b = x.double()[..., 0::2], x.double()[..., 1::2]
     return torch.stack([a * c - b * s, a * s + b * c], dim=-1).flatten(-2)
 
 
-def turn_cause(got, k, L, base):
+def turn_cause(got, k, lengths, L, base):
     """The usual mistake behind wrong new rows of the key cache (float64), in words, or ""."""
-    mistakes = [(dict(start=0), f"They are rotated at positions 0, 1, ...: the new tokens stand after the {L} cached "
-                                f"ones, at positions {L}, {L + 1}, ..."),
+    every = torch.full_like(lengths, L)
+    mistakes = [(dict(starts=every), f"They are rotated at positions {L}, {L + 1}, ... in every sequence, as if each "
+                                     f"had a token in every one of the {L} rows of its cache: the new tokens of "
+                                     "sequence b stand after its own cache_lengths[b] tokens."),
+                (dict(starts=torch.zeros_like(lengths)), "They are rotated at positions 0, 1, ...: the new tokens of "
+                                                         "sequence b stand after its cache_lengths[b] cached ones."),
                 (dict(angles_in=torch.float32), "They match RoPE with its angles computed in float32, which loses "
                                                 "their last digits at large positions: compute positions, frequencies "
                                                 "and angles in float64."),
@@ -60,82 +70,118 @@ def turn_cause(got, k, L, base):
     if base != 10000.0:
         mistakes.append((dict(base=10000.0), "They are rotated with base 10000: use the base argument."))
     for variant, cause in mistakes:
-        args = {"start": L, "base": base, **variant}
-        if L > 0 or "start" not in variant:
-            if torch.allclose(got, reference_turn(k, **args), atol=1e-5, rtol=1e-5):
-                return cause
+        args = {"starts": lengths, "base": base, **variant}
+        if torch.equal(args["starts"], lengths) and "starts" in variant:
+            continue
+        if torch.allclose(got, reference_turn(k, **args), atol=1e-5, rtol=1e-5):
+            return cause
     if torch.allclose(got, k.double(), atol=1e-6):
         return "They are not rotated at all."
     return ""
 
 
-def causal_attention(q, keys, values, L, scale, mask="positions"):
-    """softmax(q keys^T / scale) values in float64, the new query t (at position L + t) seeing keys at positions
-    <= L + t; the variants: ``mask`` "none", or "top-left" (a tril of T_new rows and L + T_new columns)."""
-    T_new, n = q.shape[-2], keys.shape[-2]
+def causal_attention(q, keys, values, lengths, L, scale, mask="positions"):
+    """softmax(q keys^T / scale) values in float64, the new query t of sequence b (in row L + t) seeing the rows
+    from L - lengths[b] to L + t; the variants: ``mask`` "none", "no padding" (padding rows seen too), or
+    "top-left" (a tril of T_new rows and L + T_new columns, padding hidden)."""
+    B, T_new, n = q.shape[0], q.shape[-2], keys.shape[-2]
     scores = q.double() @ keys.double().transpose(-2, -1) / scale
-    if mask == "positions":
-        scores = scores.masked_fill(torch.arange(n)[None, :] > torch.arange(L, L + T_new)[:, None], float("-inf"))
-    elif mask == "top-left":
-        scores = scores.masked_fill(~torch.ones(T_new, n, dtype=torch.bool).tril(), float("-inf"))
+    row = torch.arange(n)
+    real = row >= (L - torch.as_tensor(lengths).long())[:, None, None]  # (B, 1, n)
+    allowed = {"positions": real & (row <= L + torch.arange(T_new)[:, None]),
+               "no padding": (row <= L + torch.arange(T_new)[:, None]).expand(B, T_new, n),
+               "top-left": real & torch.ones(T_new, n, dtype=torch.bool).tril(),
+               "none": real.expand(B, T_new, n)}[mask]
+    scores = scores.masked_fill(~allowed.reshape(B, *(1,) * (q.dim() - 3), T_new, n), float("-inf"))
     return torch.softmax(scores, dim=-1) @ values.double()
 
 
-def attention_cause(out, q_turned, keys, values, L):
+def attention_cause(out, q_turned, keys, values, lengths, L):
     d, d_v = q_turned.shape[-1], values.shape[-1]
-    for kwargs, cause in [(dict(mask="none"), "It matches attention without the causal mask: a new token would see "
+    for kwargs, cause in [(dict(mask="no padding"), "It matches attention that reads the padding rows too: the real "
+                                                    "keys of sequence b start at row L - cache_lengths[b]."),
+                          (dict(mask="none"), "It matches attention without the causal mask: a new token would see "
                                               "the new tokens after it."),
                           (dict(mask="top-left"), "It matches a causal mask whose diagonal starts in the top-left "
-                                                  "corner, as if the new tokens stood at positions 0, 1, ...: compare "
-                                                  "positions, key position <= query position."),
+                                                  "corner, as if the new tokens sat in rows 0, 1, ...: new token t "
+                                                  "sits in row L + t."),
                           (dict(scale=1.0), "It matches scores without the 1/sqrt(d) scale."),
                           (dict(scale=math.sqrt(d_v)), "It matches scores scaled by sqrt(d_v): scale by sqrt(d), d "
                                                        "the width of q and k.")]:
         if kwargs.get("scale") == math.sqrt(d_v) and d_v == d:
             continue
         args = {"scale": math.sqrt(d), "mask": "positions", **kwargs}
-        if torch.allclose(out, causal_attention(q_turned, keys, values, L, **args), atol=1e-5, rtol=1e-5):
+        if torch.allclose(out, causal_attention(q_turned, keys, values, lengths, L, **args), atol=1e-5, rtol=1e-5):
             return cause
     return ""
 
 
-def reference_bucket(rel, bidirectional, num_buckets, max_distance, sign=1, cap=True, halve=True, rounded=False,
-                     causal_abs=False):
+def reference_bucket(rel, bidirectional, num_buckets, max_distance):
     """T5's bucket of every relative position (Mesh TensorFlow's _relative_position_bucket: float32 logarithm,
-    truncation). The variants: relative positions read the other way (``sign`` -1), no cap at the last bucket,
-    bidirectional buckets not halved, the fraction rounded, and the causal distance taken as an absolute value."""
-    rel = sign * torch.as_tensor(rel).long()
+    truncation, capped at the last bucket of a half), as the notebook's locked cell gives it."""
+    rel = torch.as_tensor(rel).long()
     offset = torch.zeros_like(rel)
     n = num_buckets
     if bidirectional:
-        if halve:
-            n = num_buckets // 2
+        n = num_buckets // 2
         offset = (rel > 0).long() * n
         a = rel.abs()
     else:
-        a = rel.abs() if causal_abs else (-rel).clamp(min=0)
+        a = (-rel).clamp(min=0)
     e = n // 2
     fraction = torch.log(a.float() / e) / math.log(max_distance / e) * (n - e)
-    wide = e + (fraction.round() if rounded else fraction).long()
-    if cap:
-        wide = wide.clamp(max=n - 1)
-    return offset + torch.where(a < e, a, wide)
+    return offset + torch.where(a < e, a, (e + fraction.long()).clamp(max=n - 1))
 
 
-BUCKET_MISTAKES = [
-    (dict(sign=-1), "The two halves look swapped: the relative position is the key's position minus the query's, "
-                    "and keys after the query (> 0) go to the upper half."),
-    (dict(cap=False), "Far distances run past the last bucket of their half: cap the logarithmic bucket at n - 1."),
+def reference_starts(bidirectional, num_buckets, max_distance, halve=True, first_of_upper=-1, skipped=-1,
+                     last_at_max=False, solved_in_float64=False):
+    """The first distance of every bucket of T5's rule, -1 for a bucket no relative position lands in (bisection on
+    the rule, which never decreases with the distance). The variants: bidirectional buckets not halved, the upper
+    half's first bucket given distance ``first_of_upper`` (0: relative position 0 read as after the query), a
+    skipped bucket given the first distance beyond it (``skipped`` None), the last bucket of a half starting at
+    max_distance, and the formula solved for the distance in float64 (rounded up) in place of the rule."""
+    n = num_buckets // 2 if bidirectional and halve else num_buckets
+    e = n // 2
+    starts = torch.full((num_buckets,), -1, dtype=torch.long)
+    starts[:e] = torch.arange(e)
+    target = torch.arange(e, n)
+    if solved_in_float64:
+        found = torch.tensor([math.ceil(e * math.exp((b - e) / (n - e) * math.log(max_distance / e)))
+                              for b in range(e, n)], dtype=torch.long)
+        starts[e:n] = found.clamp(min=e)
+    else:
+        lo, hi = torch.full_like(target, e), torch.full_like(target, max_distance)
+        while bool((lo < hi).any()):
+            mid = (lo + hi) // 2
+            reached = reference_bucket(-mid, bidirectional, num_buckets, max_distance) >= target
+            hi, lo = torch.where(reached, mid, hi), torch.where(reached, lo, mid + 1)
+        landed = reference_bucket(-lo, bidirectional, num_buckets, max_distance) == target
+        starts[e:n] = lo if skipped is None else torch.where(landed, lo, skipped)
+    if last_at_max:
+        starts[n - 1] = max_distance
+    if bidirectional and 2 * n <= num_buckets:
+        starts[n:2 * n] = starts[:n]
+        starts[n] = first_of_upper
+    return starts
+
+
+START_MISTAKES = [
+    (dict(first_of_upper=0), "Bucket num_buckets // 2, the first of the upper half, should be -1: relative position 0 "
+                             "is not after the query, and t5_relative_bucket puts it in the lower half."),
+    (dict(skipped=None), "Where consecutive distances jump over a bucket, yours gives the skipped bucket the first "
+                         "distance of a later one: a bucket that no relative position lands in is -1."),
+    (dict(last_at_max=True), "The last bucket of a half looks started at max_distance: the cap at n - 1 makes it "
+                             "start earlier, where the truncated fraction first reaches n - e - 1."),
     (dict(halve=False), "With bidirectional=True each direction has num_buckets // 2 buckets, not num_buckets."),
-    (dict(rounded=True), "The logarithmic fraction looks rounded: T5 truncates it toward zero (.long())."),
-    (dict(causal_abs=True), "With bidirectional=False a key after the query counts as distance 0 (bucket 0): take "
-                            "max(-relative position, 0), not the absolute value."),
+    (dict(solved_in_float64=True), "The starts look solved from the formula in float64: T5's rule computes the "
+                                   "fraction in float32, which truncates to another bucket at some distances, and "
+                                   "skips buckets when max_distance is small. Let t5_relative_bucket decide."),
 ]
 
 
-def bucket_cause(got, rel, bidirectional, num_buckets, max_distance):
-    for variant, cause in BUCKET_MISTAKES:
-        if torch.equal(got, reference_bucket(rel, bidirectional, num_buckets, max_distance, **variant)):
+def starts_cause(got, bidirectional, num_buckets, max_distance):
+    for variant, cause in START_MISTAKES:
+        if torch.equal(got, reference_starts(bidirectional, num_buckets, max_distance, **variant)):
             return cause
     return ""
 
@@ -163,34 +209,52 @@ def as_input_at(r, handle, index, what):
 # --- the checks ----------------------------------------------------------------------------------------------------
 
 
-def decode_inputs(p, lead, T_new, L, d, d_v, dtype):
+def decode_inputs(p, B, middle, T_new, L, d, d_v, dtype, lengths=None):
+    """q, k, v, k_cache, v_cache and cache_lengths: the first sequence's cache full, the second's (if any) empty, the
+    others' drawn (or ``lengths``)."""
+    lead = (B, *middle)
     q, k = p.randn(*lead, T_new, d, dtype=dtype), p.randn(*lead, T_new, d, dtype=dtype)
     v = p.randn(*lead, T_new, d_v, dtype=dtype)
-    return q, k, v, p.randn(*lead, L, d, dtype=dtype), p.randn(*lead, L, d_v, dtype=dtype)
+    if lengths is None:
+        lengths = [L, 0][:B] + [int(p.rng.integers(0, L + 1)) for _ in range(B - 2)]
+    return (q, k, v, p.randn(*lead, L, d, dtype=dtype), p.randn(*lead, L, d_v, dtype=dtype),
+            torch.tensor(lengths, dtype=torch.long))
+
+
+def described(q, L, lengths, dtype, base):
+    return (f"q of shape {tuple(q.shape)}, caches of {L} rows holding {lengths.tolist()[:6]} tokens, {dtype}"
+            + (f", base={base:g}" if base != 10000.0 else ""))
 
 
 def test_rope_decode_cache(p):
     f32, f64 = torch.float32, torch.float64
-    sizes = [((), 2, 5, 4, 3, f32, 10000.0), ((), 4, 0, 6, 2, f64, 10000.0), ((2, 3), 1, 7, 8, 5, f32, 500.0),
-             ((1, 2), 3, 11, 4, 4, f64, 10000.0), ((3,), 2, int(p.rng.integers(1, 30)), 10, 3, f32, 10000.0),
-             ((1,), 2, 50000, 16, 2, f32, 10000.0), ((), 1, 2000, 8, 1, f64, 10000.0)]
+    sizes = [(1, (), 2, 5, 4, 3, f32, 10000.0, None), (2, (), 4, 0, 6, 2, f64, 10000.0, None),
+             (2, (3,), 1, 7, 8, 5, f32, 500.0, None), (3, (2,), 3, 11, 4, 4, f64, 10000.0, None),
+             (4, (), 2, int(p.rng.integers(1, 30)), 10, 3, f32, 10000.0, None),
+             (2, (1,), 2, 50000, 16, 2, f32, 10000.0, [50000, int(p.rng.integers(30000, 50000))]),
+             (1, (), 1, 2000, 8, 1, f64, 10000.0, None), (3, (2,), 3, 6, 4, 2, f32, 10000.0, [2, 6, 4])]
     cases = []
-    for lead, T_new, L, d, d_v, dtype, base in sizes:
-        q, k, v, kc, vc = decode_inputs(p, lead, T_new, L, d, d_v, dtype)
-        label = f"q of shape {tuple(q.shape)} and a cache of {L} tokens, {dtype}" + (
-            f", base={base:g}" if base != 10000.0 else "")
-        cases.append((label, (q, k, v, kc, vc), base, 1e-4 if dtype == f32 else 1e-10,
-                      p.call("rope_decode_step", q, k, v, kc, vc, base=base, after=(0, 1, 2, 3, 4))))
+    for B, middle, T_new, L, d, d_v, dtype, base, lengths in sizes:
+        q, k, v, kc, vc, ell = decode_inputs(p, B, middle, T_new, L, d, d_v, dtype, lengths)
+        cases.append((described(q, L, ell, dtype, base), (q, k, v, kc, vc, ell), base, 1e-4 if dtype == f32 else 1e-10,
+                      p.call("rope_decode_step", q, k, v, kc, vc, ell, base=base, after=(0, 1, 2, 3, 4, 5))))
+    q, k, v, kc, vc, _ = decode_inputs(p, 3, (2,), 2, 5, 4, 3, f32)
+    refused = [(f"cache_lengths {bad.tolist()} for B = 3 sequences and caches of 5 rows",
+                p.call("rope_decode_step", q, k, v, kc, vc, bad))
+               for bad in (torch.tensor([5, 6, 0]), torch.tensor([-1, 2, 3]), torch.tensor([5, 5]))]
 
     def judge(r):
-        for label, (q, k, v, kc, vc), base, tol, h in cases:
+        for label, (q, k, v, kc, vc, ell), base, tol, h in cases:
             what = f"rope_decode_step on {label}"
+            error = r.raised(h)
+            expect(error is None, f"{what} raised {error}.")
             result = r.value(h, what)
             expect(isinstance(result, (tuple, list)) and len(result) == 3,
                    f"{what} should return a triple (out, k_cache, v_cache).")
             keys, values = as_tensor(result[1], what), as_tensor(result[2], what)
             L = kc.shape[-2]
-            for name, arg, index in [("q", q, 0), ("k", k, 1), ("v", v, 2), ("k_cache", kc, 3), ("v_cache", vc, 4)]:
+            for name, arg, index in [("q", q, 0), ("k", k, 1), ("v", v, 2), ("k_cache", kc, 3), ("v_cache", vc, 4),
+                                     ("cache_lengths", ell, 5)]:
                 expect(torch.equal(as_input_at(r, h, index, what), arg), f"{what} changed its argument {name}.")
             want = tuple(kc.shape[:-2]) + (L + q.shape[-2], kc.shape[-1])
             expect(tuple(keys.shape) == want, f"The key cache returned by {what} should have shape {want}; it has "
@@ -198,48 +262,53 @@ def test_rope_decode_cache(p):
             expect(keys.dtype == q.dtype and values.dtype == q.dtype,
                    f"The caches returned by {what} are {keys.dtype} and {values.dtype}; both should be {q.dtype}.")
             expect(torch.equal(keys[..., :L, :], kc),
-                   f"The first {L} rows of the key cache returned by {what} should be the cached keys exactly as they "
-                   "came in (they were rotated when they were added); they are not. Are they rotated again, or put "
-                   "after the new ones?")
+                   f"The first {L} rows of the key cache returned by {what} should be the cached rows (keys and "
+                   "padding) exactly as they came in; they are not. Are they rotated again, or put after the new ones?")
             expect(tuple(values.shape) == tuple(vc.shape[:-2]) + (L + v.shape[-2], v.shape[-1])
                    and torch.equal(values, torch.cat([vc, v], dim=-2)),
-                   f"The value cache returned by {what} should be the cached values followed by the new values, "
+                   f"The value cache returned by {what} should be the cached rows followed by the new values, "
                    "unrotated; it is not.")
             got = keys[..., L:, :].double()
-            close_explained(got, reference_turn(k, L, base), atol=tol, rtol=tol,
-                            what="The new rows of the key cache returned by rope_decode_step", on=label,
-                            explain=lambda: turn_cause(got, k, L, base),
-                            otherwise=f"They are compared with RoPE computed in float64 at positions {L}, {L + 1}, "
-                                      f"..., atol=rtol={tol:g}.")
+            close_explained(got, reference_turn(k, ell, base), atol=tol, rtol=tol,
+                            what="The key cache returned by rope_decode_step (its new rows)", on=label,
+                            explain=lambda: turn_cause(got, k, ell, L, base),
+                            otherwise="They are compared with RoPE computed in float64, sequence b at positions "
+                                      f"cache_lengths[b], cache_lengths[b] + 1, ..., atol=rtol={tol:g}.")
+        for label, h in refused:
+            error = r.raised(h)
+            expect(error is not None and error.is_a("ValueError"),
+                   f"rope_decode_step with {label} should raise a ValueError (each of the B lengths is from 0 to L); "
+                   + (f"it raised {error}." if error is not None else "it returned."))
 
     return judge
 
 
 def test_rope_decode_attention(p):
     f32, f64 = torch.float32, torch.float64
-    sizes = [((), 3, 4, 6, 5, f32, 10000.0), ((), 5, 0, 4, 3, f64, 10000.0), ((2, 2), 1, 9, 8, 8, f32, 10000.0),
-             ((1, 3), 4, 6, 6, 2, f64, 100.0), ((3, 2), 3, 2, 4, 4, f32, 10000.0),
-             ((1,), 2, 3000, 8, 3, f32, 10000.0), ((), 7, int(p.rng.integers(1, 40)), 2, 3, f64, 10000.0)]
+    sizes = [(1, (), 3, 4, 6, 5, f32, 10000.0, None), (2, (), 5, 0, 4, 3, f64, 10000.0, None),
+             (2, (2,), 1, 9, 8, 8, f32, 10000.0, None), (3, (3,), 4, 6, 6, 2, f64, 100.0, [3, 6, 1]),
+             (3, (2,), 3, 2, 4, 4, f32, 10000.0, None), (2, (1,), 2, 3000, 8, 3, f32, 10000.0, [3000, 17]),
+             (4, (), 7, int(p.rng.integers(1, 40)), 2, 3, f64, 10000.0, None)]
     cases = []
-    for lead, T_new, L, d, d_v, dtype, base in sizes:
-        q, k, v, kc, vc = decode_inputs(p, lead, T_new, L, d, d_v, dtype)
+    for B, middle, T_new, L, d, d_v, dtype, base, lengths in sizes:
+        q, k, v, kc, vc, ell = decode_inputs(p, B, middle, T_new, L, d, d_v, dtype, lengths)
         u = p.randn(d_v, dtype=dtype)
-        label = f"q of shape {tuple(q.shape)} and a cache of {L} tokens, {dtype}" + (
-            f", base={base:g}" if base != 10000.0 else "")
-        cases.append((label, q, v, L, 1e-4 if dtype == f32 else 1e-10,
-                      p.call("rope_decode_step", q, k, v, kc, vc, base=base),
-                      p.call("rope_decode_step", q, q, v, kc, vc, base=base),
+        cases.append((described(q, L, ell, dtype, base), q, v, ell, L, 1e-4 if dtype == f32 else 1e-10,
+                      p.call("rope_decode_step", q, k, v, kc, vc, ell, base=base),
+                      p.call("rope_decode_step", q, q, v, kc, vc, ell, base=base),
                       (u, p.call("rope_decode_step", q, k, u.expand(v.shape).clone(), kc,
-                                 u.expand(vc.shape).clone(), base=base))))
+                                 u.expand(vc.shape).clone(), ell, base=base))))
 
     def triple(r, h, what):
+        error = r.raised(h)
+        expect(error is None, f"{what} raised {error}.")
         result = r.value(h, what)
         expect(isinstance(result, (tuple, list)) and len(result) == 3,
                f"{what} should return a triple (out, k_cache, v_cache).")
         return [as_tensor(item, what) for item in result]
 
     def judge(r):
-        for label, q, v, L, tol, h, h_q, (u, h_u) in cases:
+        for label, q, v, ell, L, tol, h, h_q, (u, h_u) in cases:
             what = f"rope_decode_step on {label}"
             out, keys, values = triple(r, h, what)
             expect(tuple(out.shape) == tuple(v.shape), f"The output of {what} should have shape {tuple(v.shape)}, "
@@ -250,11 +319,11 @@ def test_rope_decode_attention(p):
                    f"{what}: the key cache has shape {tuple(keys.shape)} with k and {tuple(as_keys.shape)} with the "
                    "queries passed as keys.")
             q_turned = as_keys[..., L:, :].double()  # the student's rotation of q, as it rotates keys
-            ref = causal_attention(q_turned, keys, values, L, math.sqrt(q.shape[-1]))
+            ref = causal_attention(q_turned, keys, values, ell, L, math.sqrt(q.shape[-1]))
             close_explained(out.double(), ref, atol=tol, rtol=tol, what="The output of rope_decode_step", on=label,
-                            explain=lambda: attention_cause(out.double(), q_turned, keys, values, L),
+                            explain=lambda: attention_cause(out.double(), q_turned, keys, values, ell, L),
                             otherwise="It is compared with softmax(RoPE(q) K^T / sqrt(d)) V over your own caches, the "
-                                      f"new token at position L + t seeing keys at positions <= L + t, computed in "
+                                      "new token t of sequence b seeing rows L - cache_lengths[b] to L + t, computed in "
                                       f"float64 (atol=rtol={tol:g}).")
             out_u, _, _ = triple(r, h_u, f"{what}, every value the same vector u")
             close_torch(out_u.double(), u.double().expand(v.shape), atol=tol, rtol=tol,
@@ -265,47 +334,43 @@ def test_rope_decode_attention(p):
     return judge
 
 
-BUCKET_CONFIGS = [(True, 32, 128), (False, 32, 128), (True, 16, 64), (True, 10, 50), (False, 12, 100),
-                  (False, 8, 20), (True, 64, 256), (True, 24, 90), (False, 20, 40)]
+BUCKET_CONFIGS = [(True, 16, 64), (True, 10, 50), (False, 12, 100), (False, 8, 20), (True, 64, 256),
+                  (True, 24, 90), (False, 20, 40), (True, 128, 5000), (False, 6, 1000)]
+# Always tried as well: the defaults both ways; max_distance small beside the number of buckets (64 buckets and 20,
+# and just above e); a fraction whose float32 and float64 values truncate to different buckets (distance 40 of 40
+# buckets and 320, 160 of 20 and 320); the fewest buckets; and max_distance up to 10**12.
+FIXED_BUCKET_CONFIGS = [(True, 32, 128), (False, 32, 128), (True, 64, 20), (False, 40, 24), (True, 128, 33),
+                        (True, 40, 320), (False, 20, 320), (True, 4, 2), (False, 4, 3), (True, 32, 10**12),
+                        (False, 64, 3 * 10**11), (True, 128, 10**12)]
 
 
-def test_t5_relative_bucket(p):
-    picked = [0, 1] + sorted(p.rng.choice(range(2, len(BUCKET_CONFIGS)), size=3, replace=False).tolist())
-    cases = []
-    for n, index in enumerate(picked):
-        bidirectional, num_buckets, max_distance = BUCKET_CONFIGS[index]
-        kwargs = dict(bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)
-        described = f"bidirectional={bidirectional}, num_buckets={num_buckets}, max_distance={max_distance}"
-        span = torch.arange(-3 * max_distance, 3 * max_distance + 1)
-        L, T_q = int(p.rng.integers(50, 400)), int(p.rng.integers(2, 6))
-        matrix = torch.arange(L + T_q)[None, :] - torch.arange(L, L + T_q)[:, None]  # queries at L, L + 1, ...
-        far = torch.from_numpy(p.rng.integers(-3_000_000, 3_000_001, size=(4, 5)))
-        inputs = [(f"every relative position from {-3 * max_distance} to {3 * max_distance}", span),
-                  (f"a ({T_q}, {L + T_q}) matrix of {T_q} queries at positions {L}, ... against keys 0, ...", matrix),
-                  ("relative positions in the millions, int32", far.to(torch.int32))]
-        if n == 0:
-            inputs.append(("relative positions as in the visible test, called with the defaults",
-                           torch.tensor([0, -3, 3, -8, -20, -127, -128, -1000, 1000])))
-        for label, rel in inputs:
-            call = (p.call("t5_relative_bucket", rel, after=(0,)) if "defaults" in label
-                    else p.call("t5_relative_bucket", rel, after=(0,), **kwargs))
-            cases.append((f"{label} ({described})", rel, kwargs, call))
+def test_t5_bucket_starts(p):
+    picked = sorted(p.rng.choice(range(len(BUCKET_CONFIGS)), size=3, replace=False).tolist())
+    cases = [("the defaults", (True, 32, 128), p.call("t5_bucket_starts"))]
+    for config in FIXED_BUCKET_CONFIGS + [BUCKET_CONFIGS[index] for index in picked]:
+        bidirectional, num_buckets, max_distance = config
+        cases.append((f"bidirectional={bidirectional}, num_buckets={num_buckets}, max_distance={max_distance}", config,
+                      p.call("t5_bucket_starts", bidirectional=bidirectional, num_buckets=num_buckets,
+                             max_distance=max_distance)))
 
     def judge(r):
-        for label, rel, kwargs, h in cases:
-            what = f"t5_relative_bucket on {label}"
+        for described, config, h in cases:
+            what = f"t5_bucket_starts with {described}"
+            error = r.raised(h)
+            expect(error is None, f"{what} raised {error}." + (
+                " A tensor of every distance up to max_distance does not fit in memory: find each start by asking "
+                "t5_relative_bucket at a few distances only." if config[2] > 10**9 else ""))
             got = r.tensor(h, what)
-            expect(torch.equal(as_input_at(r, h, 0, what), rel), f"{what} changed its argument.")
-            expect(tuple(got.shape) == tuple(rel.shape),
-                   f"{what} should return the shape of its argument, {tuple(rel.shape)}; it returns {tuple(got.shape)}.")
-            expect(got.dtype == torch.long, f"{what} returns {got.dtype}; it should return torch.long, bucket numbers.")
-            ref = reference_bucket(rel, **kwargs)
+            expect(tuple(got.shape) == (config[1],),
+                   f"{what} should return one entry per bucket, shape ({config[1]},); it returns {tuple(got.shape)}.")
+            expect(got.dtype == torch.long, f"{what} returns {got.dtype}; it should return torch.long, distances.")
+            ref = reference_starts(*config)
             wrong = got != ref
             if wrong.any():
-                cause = bucket_cause(got, rel, **kwargs)
-                raise Fail(f"{what}: {int(wrong.sum())} of {rel.numel()} buckets differ from T5's, for instance that "
-                           f"of relative position {int(rel[wrong][0])}, which yours puts in bucket "
-                           f"{int(got[wrong][0])}. {cause}".rstrip())
+                b = int(wrong.nonzero()[0, 0])
+                cause = starts_cause(got, *config)
+                raise Fail(f"{what}: {int(wrong.sum())} of {config[1]} starts differ from T5's rule, for instance that "
+                           f"of bucket {b}, which yours puts at {int(got[b])}. {cause}".rstrip())
 
     return judge
 
@@ -392,6 +457,11 @@ def test_is_permutation_equivariant(p):
     x = p.randn(3, 2, 4)
     add("AddPositions whose two rows are equal", add_positions(p.randn(1, 4).expand(2, 4).contiguous()), x, True)
     add("AddPositions whose two rows differ, num_trials=1", add_positions(p.randn(2, 4)), x, False, num_trials=1)
+    # torch's global random numbers: the same after a call as before it (the notebook's helper global_rng_kept).
+    rng_kept = [(label, p.call("global_rng_kept", "is_permutation_equivariant", layer, x_, num_trials=trials))
+                for label, layer, x_, trials in [
+                    ("Tokenwise, num_trials=3", tokenwise(p, 4, 3), p.randn(2, 6, 4), 3),
+                    ("AddPositions, num_trials=6", add_positions(p.randn(9, 3)), p.randn(1, 9, 3), 6)]]
     # num_trials is used: the reversal and num_trials random orders make num_trials + 1 reordered inputs.
     x = p.randn(2, 10, 3)
     counted = [(trials, x, p.call("is_permutation_equivariant", Recorded(tokenwise(p, 3, 3)), x,
@@ -417,6 +487,16 @@ def test_is_permutation_equivariant(p):
                                      "permutation equivariant" + (
                                          ", to within atol. Compare with torch.allclose(..., atol=atol)."
                                          if "atol" in label or "1e-7" in label else "."))
+        for label, h in rng_kept:
+            what = f"is_permutation_equivariant for {label}"
+            error = r.raised(h)
+            expect(error is None, f"{what} raised {error}.")
+            kept = r.value(h, what)
+            expect(kept is True or kept is False,
+                   f"{what}: the notebook's helper global_rng_kept did not answer; run the helper cell unchanged.")
+            expect(kept, f"{what} changed torch's global random numbers (torch.get_rng_state() differs after the "
+                         "call), which the rest of a notebook uses: draw the orders from a torch.Generator of your "
+                         "own, seeded with 0, rather than seeding or drawing from torch's global one.")
         for trials, x, h in counted:
             what = f"is_permutation_equivariant for Tokenwise with num_trials={trials}"
             verdict = r.value(h, what)
@@ -446,6 +526,6 @@ def test_is_permutation_equivariant(p):
 CHECKS = {
     "test_rope_decode_cache": test_rope_decode_cache,
     "test_rope_decode_attention": test_rope_decode_attention,
-    "test_t5_relative_bucket": test_t5_relative_bucket,
+    "test_t5_bucket_starts": test_t5_bucket_starts,
     "test_is_permutation_equivariant": test_is_permutation_equivariant,
 }

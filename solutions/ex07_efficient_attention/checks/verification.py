@@ -126,14 +126,23 @@ def same_lse(got, want, tol):
 def merge_cause(got_out, got_lse, parts, want_out, want_lse, tol):
     (oa, la), (ob, lb) = parts
     if not (torch.isfinite(got_out).all() and torch.isfinite(got_lse[torch.isfinite(want_lse)]).all()):
-        if torch.isinf(la).any() or torch.isinf(lb).any():
+        if (torch.isinf(la) & torch.isinf(lb)).any():
             return ("It contains NaN or inf, and a part here is empty (lse = -inf): where both are -inf, "
                     "-inf - max(-inf, -inf) is NaN. Measure from 0 there, and give an output of 0 where nothing was "
                     "summed.")
+        if torch.isinf(la).any() or torch.isinf(lb).any():
+            return ("It contains NaN or inf where one part is empty (lse = -inf) and the other is not: -inf plus "
+                    "inf is NaN. Measure every lse from the larger of the two, which is finite there, so that the "
+                    "empty part's share is e^-inf = 0.")
         return ("It contains NaN or inf: e^lse overflows for large lse. Subtract the larger of lse_a and lse_b "
                 "before you exponentiate.")
     if same(got_lse, torch.maximum(la, lb), tol) and not same(want_lse, torch.maximum(la, lb), tol):
         return "Your lse is the larger of lse_a and lse_b: the sum over all the keys is e^lse_a + e^lse_b."
+    empty = torch.isinf(la) | torch.isinf(lb)
+    if empty.any() and same(got_out[~empty], want_out[~empty], tol):
+        return ("It is right where both parts have keys and wrong where one part is empty (lse = -inf): an empty "
+                "part holds no weight at all, whatever the other part's lse, even one near -1000. Do not stand in a "
+                "finite number for -inf: e^-inf is exactly 0.")
     if same(got_out, (oa + ob) / 2, tol):
         return ("The output is the average of the two outputs: each part should weigh by its share of all the "
                 "weight, e^lse_a / (e^lse_a + e^lse_b) for part A.")
@@ -172,6 +181,11 @@ def test_merge_partials(p):
     empty = (torch.zeros(2, 5, 3), torch.full((2, 5), float("-inf")))
     add("the visible example and an empty part (lse = -inf)", [va, empty], va)
     add("two empty parts (lse = -inf on both sides)", [empty, empty], empty)
+    # An empty part beside a part whose lse is far from 0, on either side.
+    for shift in (1000.0, -1000.0):
+        far_b = (vb[0], vb[1] + shift)
+        add(f"an empty part A (lse = -inf) and a part B with lse near {shift:+.0f}", [empty, far_b], far_b)
+        add(f"a part A with lse near {shift:+.0f} and an empty part B (lse = -inf)", [far_b, empty], far_b)
     for label, lead, Tq, sizes, dk, dv, dtype, shift, scale in [
         ("one query, no leading dimension", (), 1, [3, 5], 4, 2, torch.float32, 0.0, 1.0),
         ("(B, H, Tq, d) parts of 2 and 11 keys", (2, 3), 6, [2, 11], 8, 5, torch.float32, 0.0, 1.0),
@@ -289,6 +303,7 @@ CAUSAL_PADDED_SHAPES = [
     (2, 2, 12, 12, 8, 8, 64, "right", torch.float32), (1, 1, 23, 23, 7, 3, 6, "scattered", torch.float32),
     (2, 1, 16, 16, 4, 4, 4, "none", torch.float32), (2, 2, 1, 1, 5, 5, 4, "none", torch.float32),
     (5, 2, 15, 15, 8, 5, 3, "mixed", torch.float64), (1, 1, 21, 21, 6, 6, 7, "left", torch.float64),
+    (2, 2, 14, 14, 16, 4, 4, "none extreme", torch.float64), (3, 1, 19, 19, 8, 3, 5, "mixed extreme", torch.float64),
 ]
 
 
@@ -318,6 +333,16 @@ def padded_cause(got, q, k, v, pad, block, causal, plain):
         return "Without causal=True it is wrong on these inputs too: pass the test above first."
     if same(got[has_key], padded_reference(q, k, v, torch.zeros_like(pad), causal)[has_key], tol) and pad.any():
         return "It matches attention without the padding mask: set the scores of padding keys to -inf in every tile."
+    if causal and float((torch.matmul(q.double(), k.double().mT) / math.sqrt(q.shape[-1])).abs().max()) > 1000:
+        return ("The scores here are in the thousands. If the running maximum of a tile is taken before the causal "
+                "mask, a later key's large score sets it, and e^(s - m) of every allowed key underflows to 0: mask "
+                "the tile first, then take its maximum.")
+    zero_rows = (got == 0).all(dim=-1) & has_key                                # (B, H, Tq)
+    if bool(zero_rows.any()) and bool(pad[:, :block].all(dim=-1).any()):
+        return ("Queries that do have keys return zeros, in a batch with a sequence whose first tile is all "
+                "padding: after that tile the running maximum is still -inf, exp(-inf + inf) is NaN, and a guard at "
+                "the end turned the NaN into zeros. Measure from 0 while the maximum is -inf, as chapter 9's "
+                "online_softmax does.")
     if causal and same(got, padded_reference(q, k, v, pad), tol):
         return "It matches attention without the causal mask: query i may attend to keys j <= i only."
     if causal:
@@ -344,10 +369,14 @@ def padded_check(p, shapes, causal):
     calls = []
     for B, H, Tq, Tk, dk, dv, block, kind, dtype in shapes:
         q, k, v = attention_inputs(p, (B, H), Tq, Tk, dk, dv, dtype)
+        extreme = kind.endswith(" extreme")
+        kind = kind.removesuffix(" extreme")
+        if extreme:  # scores in the thousands: a maximum taken over masked keys leaves e^(s - m) = 0 (float64 too)
+            q, k = q * 45.0, k * 45.0
         pad = visible_padding(B, Tk, causal) if kind == "visible" else padding(p, kind, B, Tk)
         label = (f"q of shape {(B, H, Tq, dk)}, k {(B, H, Tk, dk)}, v {(B, H, Tk, dv)}, {dtype}, "
                  f"{'the visible test' if kind == 'visible' else kind} padding, block_size={block}"
-                 + (", causal=True" if causal else ""))
+                 + (", scores in the thousands" if extreme else "") + (", causal=True" if causal else ""))
         kwargs = {"causal": True} if causal else {}
         h = p.call("padded_tiled_attention", q, k, v, pad, block, **kwargs)
         h_plain = p.call("padded_tiled_attention", q, k, v, pad, block) if causal else None
@@ -403,7 +432,8 @@ def test_padded_tiled_attention_memory(p):
         pad = torch.zeros(B, Tk, dtype=torch.bool)
         pad[-1, Tk - int(p.rng.integers(1, Tk // 2)):] = True  # the last sequence: right padding
         u = torch.linspace(-1.0, 2.0, dv, dtype=dtype)
-        same_values = u.expand(v.shape).contiguous()  # every value is u: so is every weighted average of them
+        same_values = u.expand(v.shape).clone()  # every real key's value is u: so is every weighted average of them
+        same_values[pad[:, None, :, None].expand(v.shape)] = 50.0  # the padding keys' values: weight on them shows
         label = (f"q of shape {(B, H, Tq, dk)}, k {(B, H, Tk, dk)}, v {(B, H, Tk, dv)}, {dtype}, right padding, "
                  f"block_size={block}, causal={causal}")
         cases.append((label, q, k, u, pad, block, causal, TOL[dtype],
@@ -440,10 +470,11 @@ def test_padded_tiled_attention_memory(p):
                    f"{what} should have shape {tuple(shape)}, but it has shape {tuple(got.shape)}.")
             if not causal:  # the values of causal attention are the causal cell's: one slip, one loss
                 close_torch(got, u.expand(got.shape), atol=tol, rtol=1e-5, what=f"padded_tiled_attention with {label}",
-                            on="values that are all the same vector u",
-                            cause="When every value is the same vector u, every output should be u, because the "
-                                  "weights of a query sum to 1: divide the running output by the running sum at the "
-                                  "end, and rescale both by exp(m - m_new) whenever the maximum grows.")
+                            on="values that are all the same vector u on the real keys (the padding keys hold 50s)",
+                            cause="When every real key's value is the same vector u, every output should be u, "
+                                  "because the weights of a query sum to 1 and padding keys get none: mask the padding "
+                                  "in every tile, divide the running output by the running sum at the end, and "
+                                  "rescale both by exp(m - m_new) whenever the maximum grows.")
         if long_case is not None:
             long_label, shape, h_long = long_case
             error = r.raised(h_long)

@@ -2,6 +2,6 @@
 # caught by a visible test
 # %% patch: rope_decode_step
 -    freqs = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)   # (d/2,)
--    turn = query_at.to(torch.float64)[:, None] * freqs             # (T_new, d/2): float64, exact for long caches
+-    turn = query_at.to(torch.float64)[..., None] * freqs           # (B, T_new, d/2): float64, exact for long caches
 +    freqs = base ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)   # (d/2,)
-+    turn = query_at.to(torch.float32)[:, None] * freqs             # (T_new, d/2)
++    turn = query_at.to(torch.float32)[..., None] * freqs           # (B, T_new, d/2)

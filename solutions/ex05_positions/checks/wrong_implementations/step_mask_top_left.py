@@ -1,5 +1,5 @@
-# The causal mask is torch.tril of T_new rows and L + T_new columns: its diagonal starts in the top-left corner, so the new tokens see only the first keys.
+# The causal mask is torch.tril of T_new rows and L + T_new columns: its diagonal starts in the top-left corner, so the new tokens see only the first rows.
 # caught by a visible test
 # %% patch: rope_decode_step
--    scores = scores.masked_fill(key_at[None, :] > query_at[:, None], float("-inf"))
-+    scores = scores.masked_fill(~torch.ones(T_new, L + T_new, dtype=torch.bool).tril(), float("-inf"))
+-    allowed = real & (row <= L + torch.arange(T_new)[:, None])     # (B, T_new, L + T_new): and not later
++    allowed = real & torch.ones(T_new, L + T_new, dtype=torch.bool).tril()

@@ -1,7 +1,7 @@
 # The new keys and values are put before the cached ones: the cache no longer lists its tokens in the order of their positions.
 # caught by a visible test
 # %% patch: rope_decode_step
--    keys = torch.cat([k_cache, rotated(k)], dim=-2)                # (..., L + T_new, d)
--    values = torch.cat([v_cache, v], dim=-2)                       # (..., L + T_new, d_v), never rotated
-+    keys = torch.cat([rotated(k), k_cache], dim=-2)                # (..., L + T_new, d)
-+    values = torch.cat([v, v_cache], dim=-2)                       # (..., L + T_new, d_v), never rotated
+-    keys = torch.cat([k_cache, rotated(k)], dim=-2)                # (B, ..., L + T_new, d)
+-    values = torch.cat([v_cache, v], dim=-2)                       # (B, ..., L + T_new, d_v), never rotated
++    keys = torch.cat([rotated(k), k_cache], dim=-2)                # (B, ..., L + T_new, d)
++    values = torch.cat([v, v_cache], dim=-2)                       # (B, ..., L + T_new, d_v), never rotated
