@@ -56,7 +56,8 @@ MUST_BE_CAUGHT = {
     "ex04_multi_head": [
         "layout_always_separate", "layout_stacked_only_by_default", "layout_in_out_order", "no_divisibility_check",
         "scale_by_embed_dim", "padding_mask_inverted", "heads_reshaped_without_permute", "weights_summed_over_heads",
-        "need_weights_ignored", "empty_sequence_nan", "empty_sequence_uniform",
+        "need_weights_ignored", "empty_sequence_nan", "empty_sequence_uniform", "zero_attn_before_projection",
+        "zero_attn_ignored", "zero_attn_key_first", "bias_of_queries_and_keys_swapped", "attribute_kdim_kept_none",
     ],
     "ex05_positions": [
         "eq_always_true", "eq_exact_comparison", "eq_global_rng", "eq_ignores_atol", "eq_inverse_permutation",
