@@ -71,6 +71,7 @@ MUST_BE_CAUGHT = {
         "accuracy_divided_by_batch", "accuracy_zero_where_nothing_counts", "accuracy_counts_unscored_hits",
         "accuracy_per_sequence", "until_eval_from_training_generator", "until_no_zero_grad",
         "until_strictly_above_target", "until_no_evaluation_at_max_steps", "until_steps_after_target",
+        "until_keeps_last_weights", "until_best_without_copy", "until_last_of_equal_best",
         "trained_far_too_long", "trained_too_briefly", "trained_on_previous_token_task", "trained_chapter_width",
         "trained_for_one_length", "ablation_not_restored", "ablation_accuracy_not_drop", "ablation_uniform_attention",
         "ablation_smallest_drop", "ablation_values_only", "accuracy_float32",
