@@ -297,7 +297,9 @@ def test_averaged(p):
             close(w, ref_w, atol=1e-5, rtol=1e-5, what=f"The averaged weight matrix of {label}", on=on,
                   cause=lambda: ("They match the heads' weights summed: average them (the mean over the head axis)."
                                  if bool(torch.allclose(w, ref_w * int(label.split(", ")[1].rstrip(")")), atol=1e-4))
-                                 else "Average the heads' weights; a sequence that is all padding gets zeros."))
+                                 else "They are the mean over the head axis of the per-head weights; where those are off "
+                                      "too (section 2's test), the cause is in the heads: the projections, the scale or "
+                                      "the mask. Without add_zero_attn, a sequence that is all padding gets zeros."))
             close_torch(out, ref_out, atol=1e-5, rtol=1e-5, what=f"out of {label}", on=on,
                         cause="A sequence whose keys are all padding gives out_proj's bias (zeros without bias).")
             result = r.value(h_none, f"{label}(..., need_weights=False) on {on}")
