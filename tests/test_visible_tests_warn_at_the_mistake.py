@@ -67,7 +67,8 @@ MUST_BE_CAUGHT = {
         "t5_exact_from_all_buckets", "t5_no_cap", "t5_not_halved", "t5_rounds", "t5_sign_flipped",
     ],
     "ex06_trained_attention": [
-        "task_targets_ahead", "task_scored_from_previous_token", "task_global_generator",
+        "task_targets_ahead", "task_scored_from_previous_token", "task_global_generator", "task_scored_as_chapter_8",
+        "task_scored_padding_answers", "task_negative_slice_for_short_sequences",
         "accuracy_divided_by_batch", "accuracy_zero_where_nothing_counts", "accuracy_counts_unscored_hits",
         "accuracy_per_sequence", "until_eval_from_training_generator", "until_no_zero_grad",
         "until_strictly_above_target", "until_no_evaluation_at_max_steps", "until_steps_after_target",

@@ -9,9 +9,9 @@ likely cause, never the expected numbers.
 
 One slip, one loss: no check runs one of the student's answers through
 another. Each uses the notebook's given code (chapter 8's model, loss and
-loop, and its locked helpers) and data made here: a copy-back task reaches
-section 4 as a ``ReplayTask`` of sequences drawn here, not through the
-student's ``make_copy_back_task``; section 3 trains ``LookBackModel`` on the
+loop, and its locked helpers) and data made here: a copy-back task of whole
+sequences reaches section 4 as a ``ReplayTask`` of sequences drawn here, not
+through the student's ``make_copy_back_task``; section 3 trains ``LookBackModel`` on the
 given previous-token task; section 5 ablates models whose weights are chosen
 here, with the given ``loss_and_accuracy``.
 
@@ -41,7 +41,8 @@ F64 = torch.float64
 
 
 def copy_back_batch(gen, batch_size, V, T, k):
-    """What make_copy_back_task(V, T, k)(gen, batch_size) returns (targets 0 where nothing is scored)."""
+    """A copy-back batch of whole sequences, any token id, one draw (section 4's tasks; targets 0 where nothing is
+    scored)."""
     tokens = torch.randint(V, (batch_size, T), generator=gen)
     targets = torch.zeros_like(tokens)
     targets[:, k:] = tokens[:, : T - k]
@@ -49,26 +50,48 @@ def copy_back_batch(gen, batch_size, V, T, k):
     return tokens, targets, scored
 
 
+def padded_copy_back_batch(gen, batch_size, V, T, k, min_length):
+    """What make_copy_back_task(V, T, k, min_length)(gen, batch_size) returns (targets 0 where nothing is scored)."""
+    lengths = torch.randint(min_length, T + 1, size=(batch_size,), generator=gen)  # the first draw, then the ids
+    drawn = torch.randint(1, V, (batch_size, T), generator=gen)
+    start = (T - lengths)[:, None]
+    positions = torch.arange(T)
+    tokens = torch.where(positions >= start, drawn, 0)
+    targets = torch.zeros_like(tokens)
+    targets[:, k:] = tokens[:, : T - k]
+    scored = positions >= start + k
+    return tokens, torch.where(scored, targets, 0), scored
+
+
 def test_make_copy_back_task(p):
-    runs = [(16, 6, 2, 3, 2), (2, 2, 1, 1, 3), (40, 64, 63, 2, 2), (9, 17, 8, 16, 1), (5, 11, 1, 4, 3),
-            (30, 7, 6, 5, 2)]
+    # (V, T, k, min_length, batch_size, count): the smallest vocabulary and length, the largest length with k = T - 1
+    # and with every sequence whole, min_length 0 (empty sequences), below k, between k and T, and equal to T (all
+    # lengths equal, chapter 8's case), a batch of one and a batch large enough to hold every length.
+    runs = [(16, 6, 2, 0, 3, 2), (2, 2, 1, 0, 1, 3), (40, 64, 63, 0, 2, 2), (40, 64, 5, 64, 3, 1),
+            (9, 17, 8, 3, 16, 1), (5, 11, 1, 11, 4, 3), (30, 7, 6, 7, 5, 2), (12, 10, 3, 0, 60, 1),
+            (7, 8, 2, 5, 10, 2), (3, 5, 4, 4, 8, 1)]
     T = int(p.rng.integers(2, 40))
-    runs.append((int(p.rng.integers(2, 41)), T, int(p.rng.integers(1, T)), int(p.rng.integers(1, 17)),
-                 int(p.rng.integers(1, 4))))
+    runs.append((int(p.rng.integers(2, 41)), T, int(p.rng.integers(1, T)), int(p.rng.integers(0, T + 1)),
+                 int(p.rng.integers(1, 17)), int(p.rng.integers(1, 4))))
     cases = []
-    for V, T, k, batch_size, count in runs:
+    for V, T, k, least, batch_size, count in runs:
         seed = int(p.rng.integers(0, 2**31))
-        handle = p.call("draw_batches", Nested("make_copy_back_task", V, T, k), seed, batch_size, count)
+        handle = p.call("draw_batches", Nested("make_copy_back_task", V, T, k, least), seed, batch_size, count)
         gen = torch.Generator().manual_seed(seed)
-        label = (f"make_copy_back_task({V}, {T}, k={k}), {count} batch(es) of {batch_size} drawn one after the other "
-                 "from one generator")
-        cases.append((label, handle, [copy_back_batch(gen, batch_size, V, T, k) for _ in range(count)]))
+        label = (f"make_copy_back_task({V}, {T}, k={k}, min_length={least}), {count} batch(es) of {batch_size} drawn "
+                 "one after the other from one generator")
+        cases.append((label, T, k, handle, [padded_copy_back_batch(gen, batch_size, V, T, k, least)
+                                            for _ in range(count)]))
     refused = []
-    for V, T, k in [(8, 5, 0), (8, 5, 5), (8, 5, 9), (8, 5, -2), (3, 1, 1)]:
-        refused.append((V, T, k, p.call("make_copy_back_task", V, T, k)))
+    for V, T, k, least, names in [(8, 5, 0, 0, ("k=0", "T=5")), (8, 5, 5, 0, ("k=5", "T=5")),
+                                  (8, 5, 9, 0, ("k=9", "T=5")), (8, 5, -2, 0, ("k=-2", "T=5")),
+                                  (3, 1, 1, 0, ("k=1", "T=1")), (8, 5, 2, 6, ("min_length=6", "T=5")),
+                                  (8, 5, 2, -1, ("min_length=-1", "T=5")), (1, 5, 2, 0, ("vocab_size=1",)),
+                                  (0, 5, 2, 0, ("vocab_size=0",))]:
+        refused.append((V, T, k, least, names, p.call("make_copy_back_task", V, T, k, least)))
 
     def judge(r):
-        for label, handle, ref_batches in cases:
+        for label, T, k, handle, ref_batches in cases:
             got = r.value(handle, label)
             expect(isinstance(got, list) and len(got) == len(ref_batches),
                    f"{label}: the task did not return one batch per call.")
@@ -85,25 +108,34 @@ def test_make_copy_back_task(p):
                        f"{got_targets.dtype}.")
                 expect(got_scored.dtype == torch.bool, f"{label}: scored should be boolean; it is {got_scored.dtype}.")
                 expect(torch.equal(got_tokens, tokens),
-                       f"{label}: the tokens of batch {n} are not those of one torch.randint(vocab_size, "
-                       "(batch_size, T), generator=gen) per call: draw them from gen, with that one call, and "
-                       "nothing else from gen.")
-                wrong = sorted({int(t) for t in torch.nonzero(got_scored[0] != scored[0]).flatten()})
-                expect(not wrong and torch.equal(got_scored, scored),
-                       f"{label}: scored is wrong at positions {wrong[:8]}: a position counts exactly when there is a "
-                       "token k places before it.")
+                       f"{label}: the tokens of batch {n} are not the left-padded sequences of the two draws: the lengths "
+                       "torch.randint(min_length, T + 1, (batch_size,), generator=gen), then the ids "
+                       "torch.randint(1, vocab_size, (batch_size, T), generator=gen), nothing else from gen, and the "
+                       "padding id 0 before each sequence's real tokens.")
+                wrong = torch.nonzero(got_scored != scored)
+                if len(wrong):
+                    b, t = (int(i) for i in wrong[0])
+                    length = int((tokens[b] != 0).sum())  # real ids are 1 or more
+                    start = T - length
+                    cause = ("it counts there, but position t - k holds padding or lies before the sequence: padding "
+                             "is no answer" + (", and a sequence no longer than k has nothing scored" if length <= k
+                                               else "") if got_scored[b, t] else
+                             "it does not count there, but positions t and t - k both hold real tokens of the sequence")
+                    expect(False, f"{label}: scored of batch {n} is wrong at sequence {b}, position {t}, a sequence "
+                                  f"of length {length} (real tokens from position {start} on): {cause}. "
+                                  f"{len(wrong)} entries are wrong in all.")
                 off = sorted({int(t) for t in torch.nonzero((got_targets != targets) & scored)[:, 1]})
                 expect(not off, f"{label}: the targets of batch {n} are wrong at positions {off[:8]}, which count: the "
                                 "target at position t is the token at t - k.")
-        for V, T, k, handle in refused:
+        for V, T, k, least, names, handle in refused:
             error = r.raised(handle)
-            label = f"make_copy_back_task({V}, {T}, k={k})"
-            expect(error is not None, f"{label} returned a task; with T={T}, k must be from 1 to T - 1, and it "
-                                      "should raise ValueError at once.")
+            label = f"make_copy_back_task({V}, {T}, k={k}, min_length={least})"
+            expect(error is not None, f"{label} returned a task; it should raise ValueError at once: the task needs "
+                                      "1 <= k < T, 0 <= min_length <= T and vocab_size >= 2.")
             expect(error.is_a("ValueError"), f"{label} raised {error.type}, not ValueError.")
-            expect(f"k={k}" in error.message and f"T={T}" in error.message,
-                   f"The ValueError of {label} should name k and T, as 'k={k}' and 'T={T}'; its message is "
-                   f"{error.message[:200]!r}.")
+            expect(all(name in error.message for name in names),
+                   f"The ValueError of {label} should name what is wrong, as " + " and ".join(f"'{x}'" for x in names)
+                   + f"; its message is {error.message[:200]!r}.")
 
     return judge
 
