@@ -9,6 +9,14 @@ name, and every other function or class whose signature takes the same call
 (renaming is not the fix) — is put in the answer's place in an otherwise
 correct notebook, and the cell's check must fail.
 
+Definitions are not all a chapter offers: its configurations and loops (the
+width and steps it trained a model with, the loop it ran over the heads) can
+be pasted too. Each assignment lists them in
+``solutions/<assignment>/checks/chapter_approaches/``, one file per approach, in
+the format of a wrong implementation (CONTRIBUTING.md): the chapter's cells
+written as a student would paste them into the answer cells. Every graded cell
+whose check calls an answer of those cells must fail with the approach in place.
+
 The checks are the hidden tests (tools/hidden_tests.py writes them into the
 test cells), run here as they run in the kernel (tools/verification/in_kernel.py),
 after the cell's visible tests (a cell whose visible part fails scores nothing;
@@ -32,7 +40,8 @@ import nbformat
 import pytest
 
 from tools.hidden_tests import SECTION
-from tools.paths import CHAPTERS, ROOT, SOLUTIONS, assignments
+from tools.nbgrader_course import read_wrong_implementation
+from tools.paths import CHAPTERS, ROOT, SOLUTIONS, assignments, checks_folder
 from tools.verification.in_kernel import run_check
 from tools.verify import load_spec
 
@@ -114,16 +123,48 @@ def answer_cells(notebook):
     return names
 
 
-@lru_cache(maxsize=None)
-def solution_namespace(assignment):
-    """The solution notebook's names after its cells ran, its test cells left out."""
+def notebook_namespace(assignment, replaced=None):
+    """The solution notebook's names after its cells ran, its test cells left out, with the code of
+    ``replaced`` ({grade_id: code}) in place of those solution cells."""
     path = SOLUTIONS / assignment / f"{assignment}.ipynb"
     namespace = {"__name__": "__main__"}
     for cell in nbformat.read(path, as_version=4).cells:
         meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type == "code" and not (meta.get("grade") and not meta.get("solution")):
-            exec(compile(cell.source, f"{assignment}:{meta.get('grade_id', 'cell')}", "exec"), namespace)
+            source = (replaced or {}).get(meta.get("grade_id"), cell.source)
+            exec(compile(source, f"{assignment}:{meta.get('grade_id', 'cell')}", "exec"), namespace)
     return namespace
+
+
+@lru_cache(maxsize=None)
+def solution_namespace(assignment):
+    """The solution notebook's names after its cells ran, its test cells left out."""
+    return notebook_namespace(assignment)
+
+
+def chapter_approaches(assignment):
+    """solutions/<assignment>/checks/chapter_approaches/*.py: the chapters' configurations and loops, pasted."""
+    return sorted((checks_folder(assignment) / "chapter_approaches").glob("*.py"))
+
+
+def approach_verdicts(assignment):
+    """[(approach file, its description, grade_id, why the cell fails or "")] for every graded cell whose check
+    or visible test names an answer of the cells the approach replaces (directly, or through a helper of the
+    notebook that calls it)."""
+    notebook = nbformat.read(SOLUTIONS / assignment / f"{assignment}.ipynb", as_version=4)
+    answers = answer_cells(notebook)
+    found = []
+    for path in chapter_approaches(assignment):
+        description, cells = read_wrong_implementation(path)
+        namespace = notebook_namespace(assignment, cells)  # an approach that does not run is an error here
+        replaced = {name for name, grade_id in answers.items() if grade_id in cells}
+        graded = [grade_id for grade_id, builder in load_spec(assignment).CHECKS.items()
+                  if any(re.search(rf"\b{name}\b", inspect.getsource(builder) + visible_tests(assignment)[grade_id])
+                         for name in replaced)]
+        assert graded, f"{path.name} replaces {sorted(cells)}, which no graded cell calls: it proves nothing"
+        for grade_id in graded:
+            found.append((path.name, description, grade_id, check_failure(assignment, grade_id, dict(namespace))))
+    return found
 
 
 PROBE = re.compile(r"""(?:\bp\.(?:call|module|get|grad)|\bNested)\(\s*["'](\w+)["']""")
@@ -212,12 +253,16 @@ def verdict(assignment):
     found = stand_ins(assignment)
     # The control: in the same namespace the check passes the solution's own answers,
     # so a chapter definition that behaved as the answer would be caught.
-    control = {grade_id: why for grade_id in sorted({grade_id for grade_id, *_ in found})
+    approaches = approach_verdicts(assignment)
+    control = {grade_id: why for grade_id in sorted({grade_id for grade_id, *_ in found}
+                                                    | {grade_id for _, _, grade_id, _ in approaches})
                if (why := check_failure(assignment, grade_id, dict(namespace)))}
     earned = [f"{chapter}'s {defined}, as {name}, earns {grade_id}"
               for grade_id, name, chapter, defined, (source, chapter_namespace) in found
               if not check_failure(assignment, grade_id, pasted(namespace, name, defined, source, chapter_namespace))]
-    return {"tried": len(found), "control": control, "earned": earned}
+    earned += [f"the chapter approach {name} ({description}) earns {grade_id}"
+               for name, description, grade_id, why in approaches if not why]
+    return {"tried": len(found) + len(approaches), "control": control, "earned": earned}
 
 
 LOG_DIR = ROOT / "_build" / "chapter-code"
@@ -257,7 +302,7 @@ def test_no_chapter_definition_earns_a_graded_task(assignment):
     assert not result["control"], (
         f"{result['control']}: these checks fail the solution itself in this test's namespace: the test proves nothing")
     assert not result["earned"], (
-        f"{assignment} grades code the chapters already show (a graded task must ask for a transfer, not a "
+        f"{assignment} grades code, configurations or loops the chapters already show (a graded task must ask for a transfer, not a "
         "copy): " + "; ".join(result["earned"]))
 
 

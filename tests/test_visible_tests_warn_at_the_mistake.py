@@ -56,7 +56,8 @@ MUST_BE_CAUGHT = {
     "ex04_multi_head": [
         "layout_always_separate", "layout_stacked_only_by_default", "layout_in_out_order", "no_divisibility_check",
         "scale_by_embed_dim", "padding_mask_inverted", "heads_reshaped_without_permute", "weights_summed_over_heads",
-        "need_weights_ignored", "empty_sequence_nan", "empty_sequence_uniform",
+        "need_weights_ignored", "empty_sequence_nan", "empty_sequence_uniform", "zero_attn_before_projection",
+        "zero_attn_ignored", "zero_attn_key_first", "bias_of_queries_and_keys_swapped", "attribute_kdim_kept_none",
     ],
     "ex05_positions": [
         "eq_always_true", "eq_exact_comparison", "eq_global_rng", "eq_ignores_atol", "eq_inverse_permutation",
@@ -67,12 +68,15 @@ MUST_BE_CAUGHT = {
         "t5_not_halved", "t5_skipped_buckets_filled", "t5_solved_in_float64", "t5_upper_first_bucket_reached",
     ],
     "ex06_trained_attention": [
-        "task_targets_ahead", "task_scored_from_previous_token", "task_global_generator",
+        "task_targets_ahead", "task_scored_from_previous_token", "task_global_generator", "task_scored_as_chapter_8",
+        "task_scored_padding_answers", "task_negative_slice_for_short_sequences",
         "accuracy_divided_by_batch", "accuracy_zero_where_nothing_counts", "accuracy_counts_unscored_hits",
         "accuracy_per_sequence", "until_eval_from_training_generator", "until_no_zero_grad",
         "until_strictly_above_target", "until_no_evaluation_at_max_steps", "until_steps_after_target",
-        "trained_far_too_long", "trained_too_briefly", "trained_on_previous_token_task", "ablation_not_restored",
-        "ablation_accuracy_not_drop", "ablation_uniform_attention", "ablation_smallest_drop",
+        "until_keeps_last_weights", "until_best_without_copy", "until_last_of_equal_best",
+        "trained_far_too_long", "trained_too_briefly", "trained_on_previous_token_task", "trained_chapter_width",
+        "trained_for_one_length", "ablation_not_restored", "ablation_accuracy_not_drop", "ablation_uniform_attention",
+        "ablation_smallest_drop", "ablation_values_only", "accuracy_float32",
     ],
     "ex07_efficient_attention": [
         "mg_average", "mg_lse_is_max", "mg_no_inf_guard", "mg_no_max_shift", "pt_calls_sdpa",

@@ -8,7 +8,8 @@ where the student's code runs, which reports its parameters' names and
 shapes as built-in types; the check compares them with a real
 ``nn.MultiheadAttention`` of the same settings, copies weights drawn here into
 the student's layer by those names, and compares its outputs with that
-layer's holding the same weights. A failed check's message is what the student
+layer's holding the same weights, ``add_zero_attn`` included. The attributes the
+task promises are read through the notebook's ``layer_attributes``. A failed check's message is what the student
 reads in the feedback: which setting, on what input, how far off and the likely
 cause, never the expected values.
 """
@@ -20,7 +21,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from tools.verification.probes import Fail, as_tensor, close_torch, describe, expect
+from tools.verification.probes import Fail, Nested, as_tensor, close_torch, describe, expect
 
 
 def close(got, ref, *, atol, rtol, what, on, cause):
@@ -71,6 +72,17 @@ def reference(E, H, settings, state, query, key, value, padding=None, average=Tr
     return out, weights
 
 
+def zeros_before_projection(E, H, settings, state, query, key, value, padding):
+    """The per-head weights of a layer that appends its zero key and value before the projections (the slip)."""
+    plain = {k: v for k, v in settings.items() if k != "add_zero_attn"}
+    B = key.shape[0]
+    key = torch.cat([key, key.new_zeros(B, 1, key.shape[-1])], dim=1)
+    value = torch.cat([value, value.new_zeros(B, 1, value.shape[-1])], dim=1)
+    if padding is not None:
+        padding = torch.cat([padding, padding.new_zeros(B, 1)], dim=1)
+    return reference(E, H, plain, state, query, key, value, padding, average=False)[1]
+
+
 def heads_variant(E, H, settings, state, query, key, value, padding, scale_by_E=False, inverted=False,
                   view_only=False):
     """The per-head weights with one of the usual slips, for naming a likely cause."""
@@ -93,6 +105,14 @@ def heads_variant(E, H, settings, state, query, key, value, padding, scale_by_E=
 
 
 def heads_cause(got, *args):
+    E, H, settings, state, query, key, value, padding = args
+    if settings.get("add_zero_attn"):
+        before = zeros_before_projection(*args)
+        if tuple(got.shape) == tuple(before.shape) and bool(torch.allclose(got, before, atol=1e-4, rtol=1e-3)):
+            return ("They match zeros appended to key and value before the projections: a zero projected with a "
+                    "bias is the bias. The zero key and value are zeros in every head, after projecting.")
+        return ("With add_zero_attn, every query may also attend to one zero key, whose value is zero, in every "
+                "head; padding never hides it.")
     for text, slip in [
         ("They match scores divided by sqrt(embed_dim): divide by sqrt(d), the width of one head.", dict(scale_by_E=True)),
         ("They match a padding mask read the wrong way round: True in key_padding_mask marks padding, the keys no "
@@ -117,6 +137,14 @@ def expect_same_shape(got, ref, what, hint=""):
            f"{what} should have shape {tuple(ref.shape)}, but it has shape {tuple(got.shape)}. {hint}".rstrip())
 
 
+ATTRIBUTES = ("embed_dim", "num_heads", "kdim", "vdim", "add_zero_attn")
+
+
+def positional(settings):
+    """kdim, vdim, bias, add_zero_attn: the given signature's order, for a layer built through Nested."""
+    return (settings.get("kdim"), settings.get("vdim"), settings.get("bias", True), settings.get("add_zero_attn", False))
+
+
 def number_named(message, n):
     return re.search(rf"(?<![\w.]){n}(?!\w|\.\d)", message) is not None
 
@@ -125,19 +153,24 @@ def test_parameters(p):
     configs = [(8, 2, {}), (8, 2, dict(kdim=5, vdim=3)), (8, 2, dict(kdim=8, vdim=8)), (8, 2, dict(vdim=4)),
                (8, 2, dict(kdim=6, bias=False)),
                (12, 4, dict(kdim=7, vdim=5)), (6, 6, dict(kdim=6, vdim=6, bias=False)), (9, 3, dict(kdim=4, vdim=9)),
-               (5, 1, dict(kdim=5)), (4, 2, dict(bias=False)), (10, 5, dict(kdim=10, vdim=3, bias=False))]
+               (5, 1, dict(kdim=5)), (4, 2, dict(bias=False)), (10, 5, dict(kdim=10, vdim=3, bias=False)),
+               (8, 2, dict(kdim=5, add_zero_attn=True)), (12, 4, dict(bias=False, add_zero_attn=True))]
     checks = []
     for E, H, settings in configs:
         m = p.module("MultiheadWeights", E, H, **settings)
+        layer = torch_layer(E, H, settings)
+        attributes = p.call("layer_attributes", Nested("MultiheadWeights", E, H, *positional(settings)),
+                            list(ATTRIBUTES))
         checks.append((settings_label(E, H, settings, "MultiheadWeights"), expected_parameters(E, H, settings), m.facts(),
-                       m.set(draw_state(p, E, H, settings))))
+                       m.set(draw_state(p, E, H, settings)),
+                       attributes, [getattr(layer, name) for name in ATTRIBUTES]))
     errors = [((10, 3), {}), ((10, 4), {}), ((7, 2), dict(kdim=3, vdim=5))]
     h_errors = [(settings_label(*args, settings, "MultiheadWeights"), args,
                  p.module("MultiheadWeights", *args, **settings).created)
                 for args, settings in errors]
 
     def judge(r):
-        for label, expected, h_facts, h_set in checks:
+        for label, expected, h_facts, h_set, h_attributes, expected_attributes in checks:
             facts = r.facts(h_facts, label)
             expect(facts["module"], f"{label} should be an nn.Module.")
             got = sorted((name, tuple(shape)) for name, shape in facts["parameters"])
@@ -147,6 +180,13 @@ def test_parameters(p):
                                     "(out, in) layout.")
             error = r.raised(h_set)
             expect(error is None, f"Copying nn.MultiheadAttention's weights into {label} by name failed: {error}.")
+            got_attributes = r.value(h_attributes, f"the attributes of {label}")
+            expect(isinstance(got_attributes, list) and len(got_attributes) == len(ATTRIBUTES),
+                   f"The attributes of {label} did not come back.")
+            for name, got, want in zip(ATTRIBUTES, got_attributes, expected_attributes):
+                expect(type(got) is type(want) and got == want,
+                       f"{label}.{name} should equal nn.MultiheadAttention's {name} for the same settings; yours is "
+                       f"{describe(got) if got != '(missing)' else 'missing'}.")
         for label, (E, H), h in h_errors:
             error = r.raised(h)
             expect(error is not None, f"{label} should raise ValueError ({E} is not divisible by {H}), but it was built.")
@@ -187,8 +227,13 @@ def test_heads(p):
     # The visible test's settings, with the grader's weights and inputs.
     case(8, 2, dict(kdim=5, vdim=3), 2, 3, 4, torch.tensor([[False, False, False, False], [False, False, True, True]]))
     case(6, 3, {}, 2, 5, 5, self_attention=True)
+    case(8, 2, dict(kdim=5, vdim=3, add_zero_attn=True), 2, 3, 4,
+         torch.tensor([[False, False, False, False], [False, False, True, True]]))
     # The hidden tests' settings.
     case(12, 4, dict(kdim=7, vdim=5), 3, 5, 6, some_padding(3, 6))
+    case(12, 4, dict(kdim=7, vdim=5, add_zero_attn=True), 3, 5, 6, some_padding(3, 6))
+    case(6, 3, dict(bias=False, add_zero_attn=True), 2, 4, 4, self_attention=True)
+    case(4, 2, dict(add_zero_attn=True), 2, 1, 3, some_padding(2, 3), self_attention=False)
     case(6, 6, dict(kdim=6, vdim=6, bias=False), 2, 1, 4, some_padding(2, 4))
     case(9, 3, dict(vdim=4), 1, 4, 1)
     case(8, 1, dict(kdim=3, bias=False), 2, 3, 5, some_padding(2, 5))
@@ -198,7 +243,8 @@ def test_heads(p):
         for label, on, args, (ref_out, ref_w), h in cases:
             out, w = pair(r, h, f"{label}(query, key, value, ..., average_attn_weights=False) on {on}")
             expect_same_shape(w, ref_w, f"The per-head weights of {label} on {on}",
-                              "average_attn_weights=False: one (Tq, Tk) matrix per head.")
+                              "average_attn_weights=False: one (Tq, Tk) matrix per head"
+                              + (", with one more key, the zero key." if "add_zero_attn" in label else "."))
             expect_same_shape(out, ref_out, f"out of {label} on {on}")
             close(w, ref_w, atol=1e-5, rtol=1e-5, what=f"The per-head weight tensor of {label}", on=on,
                   cause=lambda: heads_cause(w, *args))
@@ -229,8 +275,11 @@ def test_averaged(p):
 
     case(8, 4, dict(kdim=3, vdim=5), 2, 3, 6, torch.tensor([[False, True, False, False, True, False], [False] * 6]))
     case(8, 4, dict(kdim=3, vdim=5), 2, 3, 6, torch.tensor([[False, True, False, False, True, False], [True] * 6]))
+    case(8, 4, dict(kdim=3, vdim=5, add_zero_attn=True), 2, 3, 6,
+         torch.tensor([[False, True, False, False, True, False], [True] * 6]))
     for E, H, settings, B, Tq, Tk in [(12, 4, dict(kdim=7, vdim=5), 4, 5, 6), (6, 3, dict(bias=False), 3, 2, 4),
-                                      (10, 5, dict(kdim=2, vdim=9), 2, 1, 3)]:
+                                      (10, 5, dict(kdim=2, vdim=9), 2, 1, 3),
+                                      (10, 2, dict(vdim=3, add_zero_attn=True), 3, 4, 5)]:
         padding = torch.from_numpy(p.rng.random((B, Tk)) < 0.4)
         padding[:, 0] = False
         padding[int(p.rng.integers(0, B))] = True                   # one sequence with nothing to attend to
@@ -248,7 +297,9 @@ def test_averaged(p):
             close(w, ref_w, atol=1e-5, rtol=1e-5, what=f"The averaged weight matrix of {label}", on=on,
                   cause=lambda: ("They match the heads' weights summed: average them (the mean over the head axis)."
                                  if bool(torch.allclose(w, ref_w * int(label.split(", ")[1].rstrip(")")), atol=1e-4))
-                                 else "Average the heads' weights; a sequence that is all padding gets zeros."))
+                                 else "They are the mean over the head axis of the per-head weights; where those are off "
+                                      "too (section 2's test), the cause is in the heads: the projections, the scale or "
+                                      "the mask. Without add_zero_attn, a sequence that is all padding gets zeros."))
             close_torch(out, ref_out, atol=1e-5, rtol=1e-5, what=f"out of {label}", on=on,
                         cause="A sequence whose keys are all padding gives out_proj's bias (zeros without bias).")
             result = r.value(h_none, f"{label}(..., need_weights=False) on {on}")

@@ -19,7 +19,7 @@
 +
  class MultiheadCrossAttention(MultiheadWeights):
 
--        scores = torch.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(head_width)   # (B, H, Tq, Tk)
+-        scores = torch.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(head_width)   # (B, H, Tq, Tk [+ 1])
 +        scores = torch.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(self.embed_dim)
 
 -        if not need_weights:

@@ -1,5 +1,5 @@
 # working_head keeps the last of the heads that share the largest drop, not the first.
 # %% patch: ablation
--    first_largest = int(torch.argmax(drops.flatten()))  # argmax returns the first of equal maxima
+-    first_largest = int(torch.argmax(drops.flatten()))  # the largest signed drop; the first of equal maxima
 +    flat = drops.flatten()
 +    first_largest = max(i for i in range(len(flat)) if flat[i] == flat.max())

@@ -1,5 +1,5 @@
-# The tokens are drawn from torch's global generator: gen is ignored, and the same generator state does not give the same batch.
+# The ids are drawn from torch's global generator: gen is ignored for them, and the same generator state does not give the same batch.
 # caught by a visible test
 # %% patch: make_copy_back_task
--        tokens = torch.randint(vocab_size, (batch_size, T), generator=gen)  # (B, T): the one draw
-+        tokens = torch.randint(vocab_size, (batch_size, T))  # (B, T)
+-        drawn = torch.randint(1, vocab_size, (batch_size, T), generator=gen)  # (B, T): the second draw
++        drawn = torch.randint(1, vocab_size, (batch_size, T))  # (B, T)

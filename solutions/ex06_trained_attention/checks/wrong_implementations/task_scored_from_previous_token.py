@@ -1,5 +1,5 @@
-# The scored mask is copied from the previous-token task: only position 0 is left out, whatever k is.
+# The previous-token task's rule carried over to each row: every real position but a sequence's first counts, whatever k is.
 # caught by a visible test
 # %% patch: make_copy_back_task
--    counts = torch.arange(T) >= k  # (T,): position t has a token k places back
-+    counts = torch.arange(T) >= 1  # (T,): every position but the first
+-        scored = positions >= start + k  # (B, T): t - k is a real position of the sequence (so is t)
++        scored = positions >= start + 1  # (B, T): every real position but the first
