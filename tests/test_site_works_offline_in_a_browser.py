@@ -172,6 +172,25 @@ CELL_FIGURES = """() => [...document.querySelectorAll("article div.cell")].map(c
     const r = img.getBoundingClientRect();
     return {src: img.getAttribute("src"), left: r.left, top: r.top + window.scrollY, width: r.width, height: r.height};
   }))"""
+# On a phone: the words of the page's headings that the browser breaks across two lines (a long name in code
+# that does not fit the column), each with the heading it is in.
+BROKEN_HEADING_WORDS = """() => {
+  const broken = [];
+  for (const heading of document.querySelectorAll("article :is(h1, h2, h3, h4)")) {
+    const walker = document.createTreeWalker(heading, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode()) {
+      const node = walker.currentNode, words = /\\S+/g;
+      for (let m; (m = words.exec(node.textContent)); ) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const lines = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+        if (lines.size > 1) broken.push(m[0].slice(0, 40) + " (in: " + heading.textContent.trim().slice(0, 40) + ")");
+      }
+    }
+  }
+  return broken;
+}"""
 # At laptop width: the entries of the page's contents list (the right-hand sidebar) that reach past the window's
 # or the sidebar's edge, where their text is cut off.
 CLIPPED_CONTENTS = """() => {
@@ -245,6 +264,7 @@ class Visit:
     phone_overflow: list = field(default_factory=list)
     cell_figures: list = field(default_factory=list)
     clipped_contents: list = field(default_factory=list)
+    broken_heading_words: list = field(default_factory=list)
 
 
 def browser_missing():
@@ -311,6 +331,7 @@ def first_visit(browser, base, page_path):
     visit.phone_width, visit.too_wide = page.evaluate(TOO_WIDE)
     visit.phone_figures = page.evaluate(DRAWN_FIGURES)
     visit.phone_overflow = page.evaluate(PHONE_OVERFLOW)
+    visit.broken_heading_words = page.evaluate(BROKEN_HEADING_WORDS)
     visit.math = page.evaluate(MATH)
     context.close()
     return visit
@@ -557,6 +578,14 @@ def test_contents_list_fits_on_a_laptop(visits, page):
     long name in code wraps there instead of running past the window's edge."""
     clipped = visits[page].clipped_contents
     assert not clipped, f"{page} at {LAPTOP['width']} px: contents entries cut off at the edge: {clipped}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_headings_break_between_words_on_a_phone(visits, page):
+    """At 390 px a heading wraps between its words, never inside one: a long name in code in a heading
+    ("The layer: MultiheadCrossAttention(embed_dim, ...)") is set small enough to fit the column whole."""
+    broken = visits[page].broken_heading_words
+    assert not broken, f"{page} on a {PHONE['width']} px phone breaks words of its headings across lines: {broken}"
 
 
 CHAPTER_PAGES = [page for page in PAGES if page.startswith("chapters/")]
