@@ -173,13 +173,14 @@ CELL_FIGURES = """() => [...document.querySelectorAll("article div.cell")].map(c
     return {src: img.getAttribute("src"), left: r.left, top: r.top + window.scrollY, width: r.width, height: r.height};
   }))"""
 # On a phone: the words of the page's headings that the browser breaks across two lines (a long name in code
-# that does not fit the column), each with the heading it is in.
+# that does not fit the column), each with the heading it is in. A compound may break after its hyphen.
 BROKEN_HEADING_WORDS = """() => {
   const broken = [];
   for (const heading of document.querySelectorAll("article :is(h1, h2, h3, h4)")) {
     const walker = document.createTreeWalker(heading, NodeFilter.SHOW_TEXT);
     while (walker.nextNode()) {
-      const node = walker.currentNode, words = /\\S+/g;
+      // a word, or the part of a compound up to and with its hyphen, after which a line may break
+      const node = walker.currentNode, words = /[^\\s\\-\u2010\u2013\u2014]+[\\-\u2010\u2013\u2014]?/g;
       for (let m; (m = words.exec(node.textContent)); ) {
         const range = document.createRange();
         range.setStart(node, m.index);
