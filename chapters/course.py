@@ -200,14 +200,33 @@ def legibility(artists, dpi):
             "min_contrast": round(min(contrasts), 2) if contrasts else None}
 
 
-def _png(fig, bbox="tight", measured=None):
-    """The figure (or the part inside ``bbox``, in inches) as a PNG at SHARPNESS times its size, the
-    legibility record in its text chunk "Legibility"; and its size on the page in CSS pixels."""
+def _layout(fig):
+    """What the figure draws, for a reader who expects it as its author laid it out: its overall title
+    (the suptitle) if it has one, and its panels (each Axes that draws something, colorbars left out) in
+    reading order, each as [left, top, right, bottom], fractions of the figure's width and height from its
+    top-left corner."""
+    panels = []
+    for ax in fig.axes:
+        if hasattr(ax, "_colorbar") or not ax.get_visible():
+            continue
+        if not ax.axison and not ax.images and not ax.texts and not ax.patches and not ax.lines:
+            continue
+        box = ax.get_position()
+        panels.append([round(box.x0, 3), round(1 - box.y1, 3), round(box.x1, 3), round(1 - box.y0, 3)])
+    panels.sort(key=lambda b: (round(b[1], 2), b[0]))
+    title = fig._suptitle.get_text() if fig._suptitle is not None and fig._suptitle.get_visible() else None
+    return {"title": title or None, "panels": panels}
+
+
+def _png(fig, shown_by="the inline backend"):
+    """The whole figure as a PNG at SHARPNESS times its size, with a record of what it draws in its text chunk
+    "Legibility" (:func:`legibility`, its layout: :func:`_layout`, and what showed it); and its size on the
+    page in CSS pixels."""
     from PIL import Image, PngImagePlugin
 
-    record = dict(measured or legibility(fig, fig.dpi), sharpness=SHARPNESS)
+    record = dict(legibility(fig, fig.dpi), sharpness=SHARPNESS, shown_by=shown_by, **_layout(fig))
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=SHARPNESS * fig.dpi, bbox_inches=bbox)
+    fig.savefig(buffer, format="png", dpi=SHARPNESS * fig.dpi, bbox_inches="tight")
     # 256 colours are plenty for a chart, and make a 2x image about as small as a 1x one was.
     image = Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
     image = image.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
@@ -218,6 +237,11 @@ def _png(fig, bbox="tight", measured=None):
     data = buffer.getvalue()
     width, height = struct.unpack(">II", data[16:24])
     return data, {"width": width // SHARPNESS, "height": height // SHARPNESS}
+
+
+#: What course.show() writes as ``shown_by`` in a figure's record; a figure shown any other way (the inline
+#: backend showing a figure that a cell left open) says so (tests/test_chapters_show_only_their_figures.py).
+SHOWN_BY_COURSE = "course.show"
 
 
 def _show_figures_sharp():
@@ -235,56 +259,24 @@ def _show_figures_sharp():
     shell.display_formatter.formatters["image/png"].for_type(Figure, lambda fig: _png(fig))
 
 
-def _panels(fig):
-    """The figure's panels, left to right and top to bottom: each an Axes with the colorbars to its right."""
-    plots, bars = [], []
-    for ax in fig.axes:
-        if not ax.get_visible() or not ax.axison and not ax.images and not ax.texts and not ax.patches:
-            continue
-        (bars if hasattr(ax, "_colorbar") else plots).append(ax)
-    renderer = fig.canvas.get_renderer()
-    plots.sort(key=lambda ax: (round(-ax.get_position().y1, 2), ax.get_position().x0))
-    panels = [[ax] for ax in plots]
-    for bar in bars:
-        owner = min(plots, key=lambda ax: abs(bar.get_position().x0 - ax.get_position().x1)
-                    + abs(bar.get_position().y0 - ax.get_position().y0))
-        panels[plots.index(owner)].append(bar)
-    return panels, renderer
-
-
 def show(fig=None):
-    """Show a figure of several panels as one image per panel, so that the page can lay them out side by side
-    on a laptop and one below another on a phone (the site's CSS does); a one-panel figure as one image.
+    """Show a figure as its author drew it: one sharp image (SHARPNESS times its size) with its panels in their
+    grid and its overall title, then close it.
 
-    Each image is sharp (SHARPNESS times its size) and records its legibility (:func:`legibility`). The
-    figure's suptitle, if any, is left out: say it in the text or in each panel's title.
+    The image records what a reader needs (:func:`legibility`, :func:`_layout`). On the site a figure is shown
+    at its drawn size or shrunk to the column down to the size where its smallest text is the site's small
+    print, and no further: a wider figure scrolls sideways in its own box, with a shadow at the edge that
+    says so (tools/figures.py, _static/custom.css). Draw a figure at most 8 in wide (12 pt text), and it fits
+    a laptop's column whole.
     """
-    from matplotlib.transforms import Bbox
-
     fig = fig or plt.gcf()
     try:
         from IPython.display import display
     except ImportError:
         plt.show()
         return
-    panels, renderer = _panels(fig)
-    if len(panels) <= 1:
-        display(fig)
-    else:
-        for group in panels:
-            box = Bbox.union([ax.get_tightbbox(renderer) for ax in group])
-            inches = box.transformed(fig.dpi_scale_trans.inverted()).padded(0.08)
-            measured = [legibility(ax, fig.dpi) for ax in group]
-            record = {"min_text_px": min((m["min_text_px"] for m in measured if m["min_text_px"]), default=None),
-                      "min_contrast": min((m["min_contrast"] for m in measured if m["min_contrast"]),
-                                          default=None)}
-            others = [artist for artist in [*fig.axes, *fig.texts] if artist not in group and artist.get_visible()]
-            for artist in others:  # nothing of a neighbour may show at the crop's edge
-                artist.set_visible(False)
-            data, size = _png(fig, inches, record)
-            for artist in others:
-                artist.set_visible(True)
-            display({"image/png": data}, raw=True, metadata={"image/png": size})
+    data, size = _png(fig, shown_by=SHOWN_BY_COURSE)
+    display({"image/png": data}, raw=True, metadata={"image/png": size})
     plt.close(fig)
 
 
@@ -528,17 +520,23 @@ def attention_flow_diagram(T, d_model, d_k, d_v):
         _grid(ax, 2.45, top, T, width, ROLE_COLOURS[role], cell=c, label=name, shape=f"({T}, {width})",
               fill=lambda i, j, dark=dark: dark if i == 2 else None)
         _arrow(ax, (x_left + d_model * c + 0.05, x_top - T * c / 2), (2.4, top - T * c / 2))
-        ax.text(2.0, top - T * c / 2 + 0.12, f"$W_{name}$", fontsize=11, ha="right", va="bottom")
-    ax.text(x_left + d_model * c / 2, x_top - T * c - 0.45, "one row per token;\nrow 2 gives\nrow 2 of each",
-            ha="center", va="top", fontsize=11)
+        if name == "K":  # its arrow runs almost level: the label goes under it, clear of the line
+            ax.text(2.0, top - T * c / 2 - 0.1, f"$W_{name}$", fontsize=11, ha="right", va="top")
+        else:
+            ax.text(2.0, top - T * c / 2 + 0.12, f"$W_{name}$", fontsize=11, ha="right", va="bottom")
+    ax.text(x_left + d_model * c / 2, x_top - T * c - 0.45,
+            f"one row per token:\n“{TOKENS[2]}”, row 2\n(from 0), gives\nrow 2 of each", ha="center", va="top",
+            fontsize=11)
     figures.append(fig)
     # 2. every query meets every key; each row of scores becomes weights that sum to 1
     fig, ax = _canvas(3.4, 3.9, "2. Score, then normalise each row")
-    _grid(ax, 0.2, 3.2, T, d_k, ROLE_COLOURS["q"], cell=c, label="Q", shape=f"({T}, {d_k})")
+    _grid(ax, 0.2, 3.2, T, d_k, ROLE_COLOURS["q"], cell=c, label="Q", shape=f"({T}, {d_k})",
+          fill=lambda i, j: "#6baed6" if i == 2 else None)
     ax.text(0.95, 2.8, "·", fontsize=20, ha="center", va="center")
     _grid(ax, 1.15, 3.2, d_k, T, ROLE_COLOURS["k"], cell=c, label="Kᵀ", shape=f"({d_k}, {T})")
     ax.text(2.2, 2.8, "=", fontsize=16, ha="center", va="center")
-    _grid(ax, 2.45, 3.2, T, T, ROLE_COLOURS["s"], cell=c, label="S", shape=f"({T}, {T})")
+    _grid(ax, 2.45, 3.2, T, T, ROLE_COLOURS["s"], cell=c, label="S", shape=f"({T}, {T})",
+          fill=lambda i, j: "#9e9ac8" if i == 2 else None)
     _arrow(ax, (2.85, 2.1), (2.85, 1.35), "softmax($S/\\sqrt{d_k}$)\nalong each row", side="left")
     _grid(ax, 2.45, 1.25, T, T, ROLE_COLOURS["a"], cell=c, label="", shape=f"A ({T}, {T})",
           fill=lambda i, j: "#807dba" if i == 2 else None)
@@ -559,27 +557,29 @@ def attention_flow_diagram(T, d_model, d_k, d_v):
     return figures
 
 
-def mask_diagram(T, padded):
-    """Chapter 4's two masks on a (T, T) grid of scores: causal (no key after the query) and padding (no key
-    that is padding; ``padded`` keys at the end). Returns two figures."""
-    figures = []
+def mask_diagram(T, kind, padded=0):
+    """One of chapter 4's two masks on a (T, T) grid of scores: ``kind`` "causal" (no key after the query) or
+    "padding" (no key that is padding: the last ``padded`` keys). Returns a figure: only the one asked for is
+    drawn, so no other is left open for the notebook to show."""
+    masks = {"causal": ("Causal mask: no future keys", lambda i, j: j > i),
+             "padding": (f"Padding mask: last {padded} keys are padding", lambda i, j: j >= T - padded)}
+    if kind not in masks:
+        raise ValueError(f"mask_diagram draws the mask 'causal' or 'padding', not {kind!r}")
+    title, hidden = masks[kind]
     c = 0.42
-    for title, hidden in [("Causal mask: no future keys", lambda i, j: j > i),
-                          (f"Padding mask: last {padded} keys are padding", lambda i, j: j >= T - padded)]:
-        fig, ax = _canvas(3.3, 3.3, title)
-        left, top = 0.75, 2.65
-        _grid(ax, left, top, T, T, ROLE_COLOURS["a"], cell=c,
-              fill=lambda i, j, hidden=hidden: ROLE_COLOURS["masked"] if hidden(i, j) else None)
-        for i in range(T):
-            for j in range(T):
-                ax.text(left + (j + 0.5) * c, top - (i + 0.5) * c, "−∞" if hidden(i, j) else "s",
-                        ha="center", va="center", fontsize=11, color="white" if hidden(i, j) else "black")
-            ax.text(left - 0.08, top - (i + 0.5) * c, f"q{i}", ha="right", va="center", fontsize=11)
-            ax.text(left + (i + 0.5) * c, top + 0.06, f"k{i}", ha="center", va="bottom", fontsize=11)
-        ax.text(left + T * c / 2, top - T * c - 0.1, "−∞ before softmax: weight exactly 0;\n"
-                "each row's other weights still sum to 1", ha="center", va="top", fontsize=11)
-        figures.append(fig)
-    return figures
+    fig, ax = _canvas(3.3, 3.3, title)
+    left, top = 0.75, 2.65
+    _grid(ax, left, top, T, T, ROLE_COLOURS["a"], cell=c,
+          fill=lambda i, j: ROLE_COLOURS["masked"] if hidden(i, j) else None)
+    for i in range(T):
+        for j in range(T):
+            ax.text(left + (j + 0.5) * c, top - (i + 0.5) * c, "−∞" if hidden(i, j) else "s",
+                    ha="center", va="center", fontsize=11, color="white" if hidden(i, j) else "black")
+        ax.text(left - 0.08, top - (i + 0.5) * c, f"q{i}", ha="right", va="center", fontsize=11)
+        ax.text(left + (i + 0.5) * c, top + 0.06, f"k{i}", ha="center", va="bottom", fontsize=11)
+    ax.text(left + T * c / 2, top - T * c - 0.1, "−∞ before softmax: weight exactly 0;\n"
+            "each row's other weights still sum to 1", ha="center", va="top", fontsize=11)
+    return fig
 
 
 def head_split_diagram(D, H):
@@ -613,37 +613,46 @@ def head_split_diagram(D, H):
 
 def rotation_diagram(theta, m, n):
     """Chapter 7's RoPE for one pair of features: the query at position m turns by m·theta, the key at n by
-    n·theta; their dot product sees only the angle between them, which changes by (n - m)·theta. Returns a figure."""
+    n·theta, both from the same starting direction (same content: q = k before turning); their dot product sees
+    only the angle between them, which changes by (n - m)·theta. Returns a figure."""
     from matplotlib.patches import Arc
 
-    fig, ax = _canvas(3.4, 3.4, "RoPE turns each pair by position × θ")
-    centre, radius = (1.7, 1.45), 1.15
+    fig, ax = _canvas(3.4, 3.9, "RoPE turns each pair by position × θ")
+    centre, radius = (1.55, 1.95), 1.15
     ax.add_patch(plt.Circle(centre, radius, fill=False, color="#bdbdbd", linewidth=1))
-    base = 0.35  # the angle of the unrotated vectors (same content: q = k)
-    for name, angle, colour, pos in [("q", base + m * theta, "#3182bd", m), ("k", base + n * theta, "#e6550d", n)]:
+    base = -0.35  # the direction of both vectors before they turn
+    start = (centre[0] + radius * math.cos(base), centre[1] + radius * math.sin(base))
+    ax.plot([centre[0], start[0]], [centre[1], start[1]], color="#737373", linewidth=1.2, linestyle=":")
+    ax.text(start[0] + 0.08, start[1] - 0.02, "before\nturning", ha="left", va="top", fontsize=11)
+    for name, pos, colour, size in [("q", m, "#3182bd", 0.75), ("k", n, "#e6550d", 1.35)]:
+        angle = base + pos * theta
         end = (centre[0] + radius * math.cos(angle), centre[1] + radius * math.sin(angle))
         _arrow(ax, centre, end, colour=colour)
-        ax.text(end[0] + 0.1 * math.cos(angle), end[1] + 0.1 * math.sin(angle), f"{name} at {pos}",
-                ha="center", va="center", fontsize=11, color="black")
-    ax.plot([centre[0], centre[0] + radius], [centre[1]] * 2, color="#bdbdbd", linewidth=1, linestyle=":")
-    lo, hi = sorted((base + m * theta, base + n * theta))
-    ax.add_patch(Arc(centre, 0.9, 0.9, theta1=math.degrees(lo), theta2=math.degrees(hi), color="#252525"))
+        ax.text(end[0] + 0.13 * math.cos(angle), end[1] + 0.13 * math.sin(angle), f"{name} at {pos}",
+                ha="left" if math.cos(angle) > 0.3 else "center" if math.cos(angle) > -0.3 else "right",
+                va="center", fontsize=11, color="black")
+        # how far each has turned from the starting direction: pos × θ
+        ax.add_patch(Arc(centre, size, size, theta1=math.degrees(base), theta2=math.degrees(angle), color=colour,
+                         linewidth=1.2))
+    lo, hi = base + m * theta, base + n * theta
+    ax.text(centre[0] + 0.47 * math.cos(base + m * theta / 2), centre[1] + 0.47 * math.sin(base + m * theta / 2),
+            f"{m}θ", ha="left", va="center", fontsize=11, color="#08519c")
     mid = (lo + hi) / 2
-    ax.text(centre[0] + 0.62 * math.cos(mid), centre[1] + 0.62 * math.sin(mid), f"({n} − {m})θ",
-            ha="center", va="center", fontsize=11)
-    ax.text(1.7, 0.12, "shift both positions: both turn alike,\nthe angle between them stays", ha="center",
-            va="bottom", fontsize=11)
+    ax.text(centre[0] - 0.35 + 0.45 * math.cos(mid), centre[1] + 0.45 * math.sin(mid), f"{n}θ", ha="right",
+            va="center", fontsize=11, color="#a63603")
+    ax.text(1.7, 0.08, f"q turns {m}θ, k turns {n}θ; the angle between\nthem is ({n} − {m})θ, wherever both sit",
+            ha="center", va="bottom", fontsize=11)
     return fig
 
 
 def induction_diagram(tokens, current):
-    """Chapter 8's induction circuit on a token sequence: layer 0's previous-token head writes into each position
-    the token before it; at ``current``, layer 1's induction head finds the earlier position whose previous token
+    """Chapter 8's induction circuit on a token sequence: the first layer's previous-token head writes into each
+    position the token before it; at ``current``, the second layer's induction head finds the earlier position whose previous token
     matches, and copies the token there. Returns a figure."""
     T = len(tokens)
     c = 3.1 / T
-    fig, ax = _canvas(3.4, 2.9, "Two heads in two layers copy a pattern")
-    top = 1.45
+    fig, ax = _canvas(3.4, 3.3, "Two heads in two layers copy a pattern")
+    top = 1.75
     _grid(ax, 0.15, top, 1, T, ROLE_COLOURS["x"], cell=c,
           fill=lambda i, j: "#fdd0a2" if j == current else None)
     for j, token in enumerate(tokens):
@@ -652,14 +661,14 @@ def induction_diagram(tokens, current):
     target = earlier + 1
     for j in range(1, T):  # layer 0: each position looks one back
         ax.annotate("", xy=(0.15 + (j - 0.5) * c, top - c - 0.03), xytext=(0.15 + (j + 0.5) * c, top - c - 0.03),
-                    arrowprops={"arrowstyle": "-|>", "color": "#3182bd", "linewidth": 1,
-                                "connectionstyle": "arc3,rad=0.6", "shrinkA": 1, "shrinkB": 1})
-    ax.text(1.7, top - c - 0.35, "layer 0: previous-token head", ha="center", va="top", fontsize=11,
-            color="#08519c")
+                    arrowprops={"arrowstyle": "-|>", "color": "#3182bd", "linewidth": 1.5, "mutation_scale": 12,
+                                "connectionstyle": "arc3,rad=1.1", "shrinkA": 2, "shrinkB": 2})
+    ax.text(1.7, top - c - 0.4, "first layer: previous-token head\n(each position looks one back)", ha="center",
+            va="top", fontsize=11, color="#08519c")
     ax.annotate("", xy=(0.15 + (target + 0.5) * c, top + 0.03), xytext=(0.15 + (current + 0.5) * c, top + 0.03),
                 arrowprops={"arrowstyle": "-|>", "color": "#a63603", "linewidth": 1.5,
                             "connectionstyle": "arc3,rad=0.45", "shrinkA": 1, "shrinkB": 1})
-    ax.text(1.7, top + 0.5, f"layer 1: induction head at “{tokens[current]}”\n"
+    ax.text(1.7, top + 0.55, f"second layer: induction head at “{tokens[current]}”\n"
             f"attends after the earlier “{tokens[current]}”, copies “{tokens[target]}”",
             ha="center", va="bottom", fontsize=11, color="#7f2704")
     return fig
@@ -670,9 +679,9 @@ def tiles_diagram(T, block):
     time with a running maximum and sum; tiles above the diagonal are never computed. Returns a figure."""
     n = T // block
     c = 2.3 / T
-    fig, ax = _canvas(3.4, 3.4, "Tiles sweep the score matrix")
-    left, top = 0.85, 2.75
-    from matplotlib.patches import Rectangle
+    fig, ax = _canvas(3.4, 3.7, "Tiles sweep the score matrix")
+    left, top = 0.85, 3.05
+    from matplotlib.patches import Polygon, Rectangle
 
     for bi in range(n):
         for bj in range(n):
@@ -681,13 +690,18 @@ def tiles_diagram(T, block):
             ax.add_patch(Rectangle((left + bj * block * c, top - (bi + 1) * block * c), block * c, block * c,
                                    facecolor=colour, edgecolor="#252525", linewidth=1,
                                    hatch="///" if skipped else None))
+            if bi == bj:  # a diagonal tile is computed, and its part above the diagonal masked
+                ax.add_patch(Polygon([(left + bj * block * c, top - bi * block * c),
+                                      (left + (bj + 1) * block * c, top - bi * block * c),
+                                      (left + (bj + 1) * block * c, top - (bi + 1) * block * c)],
+                                     facecolor="none", edgecolor="#252525", linewidth=0.8, hatch="...."))
             if row and not skipped:
                 ax.text(left + (bj + 0.5) * block * c, top - (bi + 0.5) * block * c, str(bj + 1), ha="center",
                         va="center", fontsize=11, color="white")
     ax.text(left - 0.08, top - (n - 1.5) * block * c, "queries\nblock", ha="right", va="center", fontsize=11)
     ax.text(left + T * c / 2, top + 0.06, f"keys, in blocks of {block}", ha="center", va="bottom", fontsize=11)
     ax.text(left + T * c / 2, top - T * c - 0.08, "numbers: one sweep, with a running\nmax and sum; "
-            "hatched: skipped", ha="center", va="top", fontsize=11)
+            "hatched: skipped;\ndotted: computed, then masked", ha="center", va="top", fontsize=11)
     return fig
 
 

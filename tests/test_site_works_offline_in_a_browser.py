@@ -14,7 +14,12 @@ contents:
 - every figure is sharp (drawn at 2x) and legible where it is shown: its smallest text, at the size the page
   draws it on a laptop and on a phone, is at least the site's small print, and every number on a heatmap
   cell contrasts with the cell at least 4.5:1 (each figure records what it draws, chapters/course.py);
-  and on a phone no figure is cut off: wide ones wrap their panels or shrink, none scrolls out of view;
+  and on a phone no figure is cut off: a wide one shrinks to a readable size and no further, and then
+  scrolls sideways in its own box with a scroll cue (its edge fades where more of it waits);
+- on a laptop every figure keeps the grid of panels its code lays out (plt.subplots(R, C): R rows of C,
+  in order) and its overall title; the contents list in the right-hand sidebar is not cut off;
+- on a phone every display equation and block of code either fits the column or scrolls in its own box
+  with the scroll cue;
 - it stays within budget on a first visit (empty cache): at most 2 MB
   transferred, and ready (equations typeset) within 2 s, timed as the best of
   up to three loads. Outside CI, a time overrun on a machine busier than it
@@ -116,19 +121,89 @@ MATH = """() => {
   result.text = document.body.innerText;
   return result;
 }"""
+# The scroll cue of a box (_static/custom.css): how far its edges fade where more of its content waits, in
+# CSS pixels, [start, end]; [0, 0] for a box that shows none.
+CUE = """const cue = box => {
+  const style = getComputedStyle(box);
+  const mask = style.maskImage || style.webkitMaskImage || "none";
+  const px = name => parseFloat(style.getPropertyValue(name)) || 0;
+  return mask === "none" ? [0, 0] : [px("--cue-start"), px("--cue-end")];
+};"""
 # Each figure as drawn: its width on the page and its own width in image pixels, its left and right edges,
-# and whether a box around it cuts part of it off (a box that hides or scrolls what sticks out of it).
-DRAWN_FIGURES = """() => [...document.querySelectorAll("article img")].map(img => {
+# and whether a box around it cuts part of it off (a box that hides or scrolls what sticks out of it); if that
+# box scrolls, its edges and its scroll cue.
+DRAWN_FIGURES = """() => { """ + CUE + """
+return [...document.querySelectorAll("article img")].map(img => {
   const r = img.getBoundingClientRect();
-  let clipped = false;
+  let clipped = false, scroller = null;
   for (let box = img.parentElement; box && box !== document.body; box = box.parentElement) {
-    const b = box.getBoundingClientRect();
-    if (getComputedStyle(box).overflowX !== "visible" && (r.left < b.left - 1 || r.right > b.right + 1)) clipped = true;
+    const b = box.getBoundingClientRect(), overflow = getComputedStyle(box).overflowX;
+    if (overflow !== "visible" && (r.left < b.left - 1 || r.right > b.right + 1)) {
+      if (["auto", "scroll"].includes(overflow) && !clipped && !scroller) {
+        scroller = {left: b.left, right: b.right, cue: cue(box)};
+      } else {
+        clipped = true;
+      }
+    }
   }
   return {src: img.getAttribute("src"), alt: (img.getAttribute("alt") || "").slice(0, 60), shown: r.width,
-          natural: img.naturalWidth, left: r.left, right: r.right, clipped: clipped,
+          natural: img.naturalWidth, left: r.left, right: r.right, clipped: clipped, scroller: scroller,
           screen: document.documentElement.clientWidth};
-})"""
+});
+}"""
+# On a phone: every display equation and block of code (or printed output) that is wider than its box, with
+# whether its box scrolls and the box's scroll cue at the start.
+PHONE_OVERFLOW = """() => { """ + CUE + """
+const boxes = [
+  ...[...document.querySelectorAll("article mjx-container[display='true']")].map(e => ["equation", e]),
+  ...[...document.querySelectorAll("article pre")].map(e => ["code", e]),
+];
+return boxes.filter(([kind, e]) => e.scrollWidth > e.clientWidth + 1).map(([kind, e]) => ({
+  kind: kind,
+  text: (kind === "equation" ? e.closest(".math, p, div").textContent : e.textContent).trim().slice(0, 60),
+  scrolls: ["auto", "scroll"].includes(getComputedStyle(e).overflowX),
+  cue: cue(e),
+}));
+}"""
+# At laptop width: every code cell of the page in order, with the figures it shows (each image's edges on the
+# page and its address), to compare with what the notebook's code draws.
+CELL_FIGURES = """() => [...document.querySelectorAll("article div.cell")].map(cell =>
+  [...cell.querySelectorAll("div.cell_output img")].map(img => {
+    const r = img.getBoundingClientRect();
+    return {src: img.getAttribute("src"), left: r.left, top: r.top + window.scrollY, width: r.width, height: r.height};
+  }))"""
+# On a phone: the words of the page's headings that the browser breaks across two lines (a long name in code
+# that does not fit the column), each with the heading it is in. A compound may break after its hyphen.
+BROKEN_HEADING_WORDS = """() => {
+  const broken = [];
+  for (const heading of document.querySelectorAll("article :is(h1, h2, h3, h4)")) {
+    const walker = document.createTreeWalker(heading, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode()) {
+      // a word, or the part of a compound up to and with its hyphen, after which a line may break
+      const node = walker.currentNode, words = /[^\\s\\-\u2010\u2013\u2014]+[\\-\u2010\u2013\u2014]?/g;
+      for (let m; (m = words.exec(node.textContent)); ) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const lines = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+        if (lines.size > 1) broken.push(m[0].slice(0, 40) + " (in: " + heading.textContent.trim().slice(0, 40) + ")");
+      }
+    }
+  }
+  return broken;
+}"""
+# At laptop width: the entries of the page's contents list (the right-hand sidebar) that reach past the window's
+# or the sidebar's edge, where their text is cut off.
+CLIPPED_CONTENTS = """() => {
+  const sidebar = document.querySelector(".bd-sidebar-secondary");
+  if (!sidebar || getComputedStyle(sidebar).display === "none") return [];
+  const edge = Math.min(document.documentElement.clientWidth, sidebar.getBoundingClientRect().right);
+  return [...sidebar.querySelectorAll("nav a")].filter(a => {
+    const range = document.createRange();
+    range.selectNodeContents(a);
+    return range.getBoundingClientRect().right > edge + 1;
+  }).map(a => a.textContent.trim().slice(0, 60));
+}"""
 # At laptop width: display equations and code blocks wider than the column (each then
 # needs a horizontal scrollbar), with the start of the widest line of each. A `text`
 # block is a transcript of what a program printed, shown as printed.
@@ -187,6 +262,10 @@ class Visit:
     phone_figures: list = field(default_factory=list)
     math: dict = field(default_factory=dict)
     laptop_overflow: dict = field(default_factory=dict)
+    phone_overflow: list = field(default_factory=list)
+    cell_figures: list = field(default_factory=list)
+    clipped_contents: list = field(default_factory=list)
+    broken_heading_words: list = field(default_factory=list)
 
 
 def browser_missing():
@@ -247,9 +326,13 @@ def first_visit(browser, base, page_path):
         setattr(visit, key, value)
     visit.laptop_overflow = page.evaluate(LAPTOP_OVERFLOW)
     visit.laptop_figures = page.evaluate(DRAWN_FIGURES)
+    visit.cell_figures = page.evaluate(CELL_FIGURES)
+    visit.clipped_contents = page.evaluate(CLIPPED_CONTENTS)
     page.set_viewport_size(PHONE)
     visit.phone_width, visit.too_wide = page.evaluate(TOO_WIDE)
     visit.phone_figures = page.evaluate(DRAWN_FIGURES)
+    visit.phone_overflow = page.evaluate(PHONE_OVERFLOW)
+    visit.broken_heading_words = page.evaluate(BROKEN_HEADING_WORDS)
     visit.math = page.evaluate(MATH)
     context.close()
     return visit
@@ -457,15 +540,117 @@ def test_numbers_on_heatmap_cells_have_contrast(visits, site, page):
     assert not weak, f"{page}: numbers on heatmap cells below {MIN_CONTRAST}:1: {weak}"
 
 
+def cut_off(figure):
+    """Why a figure, as drawn, is cut off for a reader, or None: part of it is hidden by a box that does not
+    scroll, or sticks out of the screen, or out of a box that scrolls but shows no scroll cue."""
+    if figure["clipped"]:
+        return "inside a box that clips it"
+    box = figure["scroller"] or figure
+    if box["left"] < -1 or box["right"] > figure["screen"] + 1:
+        return f"{box['left']:.0f} to {box['right']:.0f} px of {figure['screen']} px"
+    if figure["scroller"] and not (figure["right"] <= box["right"] + 1 or box["cue"][1] > 0):
+        return "in a box that scrolls with no sign that it does (no scroll cue)"
+    return None
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_no_figure_is_cut_off_on_a_phone(visits, page):
-    """At 390 px every figure is whole on the screen: wide figures wrap their panels one below another or
-    shrink to the column (readably: see above), and none hides behind the screen's edge or in a scrolling box."""
-    cut = [f"{f['alt']!r}: {f['left']:.0f} to {f['right']:.0f} px of {f['screen']} px"
-           + (", inside a box that clips it" if f["clipped"] else "")
-           for f in visits[page].phone_figures
-           if f["left"] < -1 or f["right"] > f["screen"] + 1 or f["clipped"]]
+    """At 390 px every figure is whole on the screen, or, wider than the column at a readable size (a grid of
+    panels), scrolls sideways in its own box whose edge fades where more of it waits (the scroll cue,
+    _static/custom.css); none hides behind the screen's edge or in a box that clips it."""
+    cut = [f"{f['alt']!r}: {cut_off(f)}" for f in visits[page].phone_figures if cut_off(f)]
     assert not cut, f"{page} on a {PHONE['width']} px phone cuts off figures: {cut}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_wide_equations_and_code_scroll_with_a_cue_on_a_phone(visits, page):
+    """At 390 px a display equation or a block of code wider than the column scrolls sideways in its own box,
+    and the box shows that it does: its edge fades where more of it waits (the scroll cue, _static/custom.css).
+    A reader who sees the line end at the edge would otherwise take it for the whole line."""
+    hidden = [f"{box['kind']} {box['text']!r}: "
+              + ("cut off, its box does not scroll" if not box["scrolls"] else "scrolls with no scroll cue")
+              for box in visits[page].phone_overflow if not (box["scrolls"] and box["cue"][1] > 0)]
+    assert not hidden, f"{page} on a {PHONE['width']} px phone: " + "; ".join(hidden)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_contents_list_fits_on_a_laptop(visits, page):
+    """At 1280 px every entry of the page's contents list (the right-hand sidebar) is whole: a heading with a
+    long name in code wraps there instead of running past the window's edge."""
+    clipped = visits[page].clipped_contents
+    assert not clipped, f"{page} at {LAPTOP['width']} px: contents entries cut off at the edge: {clipped}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_headings_break_between_words_on_a_phone(visits, page):
+    """At 390 px a heading wraps between its words, never inside one: a long name in code in a heading
+    ("The layer: MultiheadCrossAttention(embed_dim, ...)") is set small enough to fit the column whole."""
+    broken = visits[page].broken_heading_words
+    assert not broken, f"{page} on a {PHONE['width']} px phone breaks words of its headings across lines: {broken}"
+
+
+CHAPTER_PAGES = [page for page in PAGES if page.startswith("chapters/")]
+SUBPLOTS = re.compile(r"plt\.subplots\(\s*(\d+)\s*,\s*(\d+)")
+
+
+def code_cells(page):
+    """The code cells of a chapter that the page shows, in order: (source, its grid of panels (rows, columns)
+    if it draws one with plt.subplots, whether it gives the figure an overall title)."""
+    import nbformat
+
+    notebook = nbformat.read(ROOT / f"{page}.ipynb", as_version=4)
+    cells = [cell for cell in notebook.cells
+             if cell.cell_type == "code" and "remove-cell" not in cell.metadata.get("tags", [])]
+    result = []
+    for cell in cells:
+        grid = SUBPLOTS.search(cell.source)
+        result.append((cell.source, tuple(map(int, grid.groups())) if grid else None, ".suptitle(" in cell.source))
+    return result
+
+
+def panels_on_the_page(images, site, page):
+    """Where each panel of a cell's figures is on the page, as [left, top, right, bottom]: the panels an image
+    records it draws (course.show), placed on the image's box; an image that records no panels is one panel."""
+    boxes = []
+    for image in images:
+        record = legibility_record(urljoin(site + page + ".html", image["src"])) or {}
+        for left, top, right, bottom in record.get("panels") or [[0, 0, 1, 1]]:
+            boxes.append([image["left"] + left * image["width"], image["top"] + top * image["height"],
+                          image["left"] + right * image["width"], image["top"] + bottom * image["height"]])
+    return boxes
+
+
+def rows_of(boxes):
+    """Boxes in reading order, grouped into the rows a reader sees: a box starts a new row when it sits below
+    the previous one's middle, or to its left."""
+    rows = []
+    for box in boxes:
+        if rows and box[1] < (rows[-1][-1][1] + rows[-1][-1][3]) / 2 and box[0] >= rows[-1][-1][2] - 1:
+            rows[-1].append(box)
+        else:
+            rows.append([box])
+    return rows
+
+
+@pytest.mark.parametrize("page", CHAPTER_PAGES)
+def test_figures_keep_their_grid_and_title_on_a_laptop(visits, site, page):
+    """At 1280 px a figure reads as its author drew it: the panels that a cell's plt.subplots(R, C) lays out sit
+    on the page in R rows of C, in their order, and a figure given an overall title (fig.suptitle) shows it."""
+    cells = code_cells(page)
+    shown = visits[page].cell_figures
+    assert len(shown) == len(cells), f"{page} shows {len(shown)} code cells, its notebook has {len(cells)}"
+    problems = []
+    for (source, grid, titled), images in zip(cells, shown):
+        if not images or grid is None:
+            continue
+        first = source.splitlines()[0][:50]
+        rows = [len(row) for row in rows_of(panels_on_the_page(images, site, page))]
+        if rows != [grid[1]] * grid[0]:
+            problems.append(f"cell {first!r} draws {grid[0]} row(s) of {grid[1]} panels; the page shows rows of {rows}")
+        records = [legibility_record(urljoin(site + page + ".html", image["src"])) or {} for image in images]
+        if titled and not any(record.get("title") for record in records):
+            problems.append(f"cell {first!r} gives its figure a title (suptitle) that the page does not show")
+    assert not problems, f"{page} at {LAPTOP['width']} px: " + "; ".join(problems)
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -1,6 +1,6 @@
 """Sphinx extension: a page's figures load as the reader reaches them.
 
-The chapters carry many figures (ch01 over forty images, one per panel): a
+The chapters carry many figures (ch01 over a dozen images): a
 browser that fetched all of them before the page counts as loaded kept the
 first screen waiting for figures far below it. Every ``<img>`` of a built page
 gets ``loading="lazy"`` (and ``decoding="async"``), so the browser fetches an
