@@ -584,7 +584,7 @@ def test_contents_list_fits_on_a_laptop(visits, page):
 @pytest.mark.parametrize("page", PAGES)
 def test_headings_break_between_words_on_a_phone(visits, page):
     """At 390 px a heading wraps between its words, never inside one: a long name in code in a heading
-    ("The layer: MultiheadCrossAttention(embed_dim, ...)") is set small enough to fit the column whole."""
+    (ex03's and chapter 6's `nn.MultiheadAttention`) is set small enough to fit the column whole."""
     broken = visits[page].broken_heading_words
     assert not broken, f"{page} on a {PHONE['width']} px phone breaks words of its headings across lines: {broken}"
 
