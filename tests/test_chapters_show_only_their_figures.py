@@ -18,6 +18,7 @@ import matplotlib
 import nbformat
 import pytest
 
+from tools.figure_sizes import legibility
 from tools.paths import CHAPTERS
 
 sys.path.insert(0, str(CHAPTERS))
@@ -26,22 +27,6 @@ import course  # noqa: E402
 sys.path.remove(str(CHAPTERS))
 
 matplotlib.use("Agg")
-
-
-def png_record(data):
-    """The "Legibility" text chunk of a PNG (bytes), as a dict, or None."""
-    import struct
-
-    at = 8
-    while at < len(data):
-        (length,) = struct.unpack(">I", data[at:at + 4])
-        kind, body = data[at + 4:at + 8], data[at + 8:at + 8 + length]
-        if kind == b"tEXt":
-            key, _, value = body.partition(b"\0")
-            if key == b"Legibility":
-                return json.loads(value.decode("latin-1"))
-        at += 12 + length
-    return None
 
 
 def shown_figures(path):
@@ -53,7 +38,7 @@ def shown_figures(path):
         for output in cell.get("outputs", []):
             data = output.get("data", {}).get("image/png")
             if data:
-                yield number, cell.source.splitlines()[0], png_record(base64.b64decode(data))
+                yield number, cell.source.splitlines()[0], legibility(base64.b64decode(data))
 
 
 @pytest.mark.parametrize("path", sorted(CHAPTERS.glob("ch*.ipynb")), ids=lambda p: p.stem)
@@ -74,7 +59,7 @@ def test_a_figure_left_open_says_so():
     fig = course.mask_diagram(4, "causal")
     left_open, _ = course._png(fig)
     plt.close(fig)
-    assert png_record(left_open)["shown_by"] != course.SHOWN_BY_COURSE
+    assert legibility(left_open)["shown_by"] != course.SHOWN_BY_COURSE
 
 
 def test_mask_diagram_draws_only_the_mask_asked_for():

@@ -42,7 +42,6 @@ saying how to install it; with CI=true they fail instead.
 import json
 import os
 import re
-import struct
 import sys
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -53,6 +52,7 @@ from urllib.request import urlopen
 import pytest
 import yaml
 
+from tools.figure_sizes import legibility
 from tools.paths import EXERCISES, ROOT
 from tools.site_browser import CHROMIUM, HOW_TO_GET_CHROMIUM, launch, offline_context, serve, toc_pages
 
@@ -486,17 +486,9 @@ def legibility_record(url):
     its smallest text in pixels at the figure's own size, the lowest contrast of a number on a heatmap cell,
     and how many image pixels it has per CSS pixel. None for an image that carries no record."""
     if url not in _RECORDS:
-        data, records = fetch(url), {}
+        data = fetch(url)
         assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{url} is not a PNG"
-        at = 8
-        while at < len(data):
-            (length,) = struct.unpack(">I", data[at:at + 4])
-            kind, body = data[at + 4:at + 8], data[at + 8:at + 8 + length]
-            if kind == b"tEXt":
-                key, _, value = body.partition(b"\0")
-                records[key.decode("latin-1")] = value.decode("latin-1")
-            at += 12 + length
-        _RECORDS[url] = json.loads(records["Legibility"]) if "Legibility" in records else None
+        _RECORDS[url] = legibility(data)
     return _RECORDS[url]
 
 

@@ -32,24 +32,34 @@ def small_print_px():
     return SMALL_PRINT_PX
 
 
+def png_text(data: bytes) -> dict:
+    """The text chunks (tEXt) of a PNG, {key: value}, or {} for bytes that are not a PNG."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return {}
+    found, at = {}, 8
+    while at + 8 <= len(data):
+        (length,) = struct.unpack(">I", data[at:at + 4])
+        if data[at + 4:at + 8] == b"tEXt":
+            key, _, value = data[at + 8:at + 8 + length].partition(b"\0")
+            found[key.decode("latin-1")] = value.decode("latin-1")
+        at += 12 + length
+    return found
+
+
+def legibility(data: bytes):
+    """The "Legibility" record that chapters/course.py writes into a figure's PNG, as a dict, or None."""
+    text = png_text(data).get("Legibility")
+    return None if text is None else json.loads(text)
+
+
 def record(path):
     """The "Legibility" record of the PNG at ``path`` and its width in image pixels, or (None, 0)."""
     data = path.read_bytes()
-    if data[:8] != b"\x89PNG\r\n\x1a\n":
+    found = legibility(data)
+    if found is None:
         return None, 0
     (width,) = struct.unpack(">I", data[16:20])
-    at = 8
-    while at < len(data):
-        (length,) = struct.unpack(">I", data[at:at + 4])
-        kind, body = data[at + 4:at + 8], data[at + 8:at + 8 + length]
-        if kind == b"tEXt":
-            key, _, value = body.partition(b"\0")
-            if key == b"Legibility":
-                return json.loads(value.decode("latin-1")), width
-        if kind == b"IDAT":
-            break  # text chunks that matter come before the image data
-        at += 12 + length
-    return None, width
+    return found, width
 
 
 def legible_min_width(found, width, small_print):

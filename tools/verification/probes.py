@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..submission_limits import read_bounded
+
 # Limits on what a sandboxed process may hand back.
 MAX_JSON_BYTES = 4 * 1024**2
 MAX_ARRAY_BYTES = 64 * 1024**2
@@ -362,14 +364,7 @@ class ResultsFolder:
                 raise BadResult(f"{name} is not a regular file")
             if info.st_size > min(limit, self.budget):
                 raise BadResult(f"{name} has {info.st_size} bytes, more than the limit of {limit}")
-            chunks, left = [], limit + 1
-            while left > 0:
-                chunk = os.read(fd, min(left, 1 << 20))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                left -= len(chunk)
-            data = b"".join(chunks)
+            data = read_bounded(fd, limit)
             if len(data) > limit:
                 raise BadResult(f"{name} grew past the limit of {limit} bytes")
             self.budget -= len(data)
