@@ -171,7 +171,8 @@ SEQUENTIAL = {
     "w2-find": FIND + ANSWER,
     "w3-probe": PROBE + ANSWER,
     "w4-crash": CRASH + CRASH_END,
-    "w5-after": "print('forked:', 'warm_template.py' in open('/proc/self/cmdline').read())\n" + ANSWER,
+    "w5-after": "print('forked:', open('/proc/self/cmdline', 'rb').read().rstrip(b'\\0').count(b'\\0') == 0)\n"
+                + ANSWER,
 }
 # Two workers share one template: two probers graded at the same time, then
 # a crashing hog beside an honest submission.
@@ -226,8 +227,10 @@ def assert_full_marks_verified(graded, student):
 
 
 def test_the_warm_template_graded_them(sequential):
-    """These kernels were forked from the warm template (a forked process
-    keeps its command line), not started anew as `python -m ipykernel_launcher`."""
+    """These kernels were forked from the warm template, not started anew as
+    `python -m ipykernel_launcher -f ...`: a child of the template blanks the
+    command line it shares with the template, so it shows the interpreter and
+    no argument (tools/warm_template.py, blank_command_line)."""
     path = sequential["course"].root / "autograded" / "w5-after" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     outputs = [o.get("text", "") for c in nbformat.read(str(path), as_version=4).cells for o in c.get("outputs", [])]
     assert "forked: True\n" in outputs, report(sequential["proc"])
