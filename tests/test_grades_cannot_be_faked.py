@@ -294,12 +294,17 @@ def test_make_grade_verifies_every_submission(attacked):
     assert "VERIFY_SEED=" in attacked["out"]
 
 
+def taken_back(row) -> bool:
+    """Whether verification flagged the row for points nbgrader gave and it could not confirm."""
+    return row["flagged"] == "yes" and float(row["verified_score"]) < float(row["nbgrader_score"])
+
+
 @pytest.fixture(scope="module")
 def reverified(attacked, tmp_path_factory):
     """{(assignment, student): Verdict}: the run's verification repeated, with its
-    logged seed, for every attack it did not flag (in one verify run, on a copy
-    of the course)."""
-    todo = [(a, attack_name(path)) for a, path in ATTACKS if attacked["rows"][(a, attack_name(path))]["flagged"] != "yes"]
+    logged seed, for every attack whose points it did not take back (in one
+    verify run, on a copy of the course)."""
+    todo = [(a, attack_name(path)) for a, path in ATTACKS if not taken_back(attacked["rows"][(a, attack_name(path))])]
     if not todo:
         return {}
     seed = re.search(r"VERIFY_SEED=(\d+)", attacked["out"]).group(1)
@@ -313,7 +318,7 @@ def test_attack_is_flagged_or_scores_nothing(attacked, reverified, assignment, p
     description, cells = read_wrong_implementation(path)
     student = attack_name(path)
     row = attacked["rows"][(assignment, student)]
-    if row["flagged"] == "yes" and float(row["verified_score"]) < float(row["nbgrader_score"]):
+    if taken_back(row):
         assert row["reason"], row
         return
     targets = attacked_cells(assignment, cells)
