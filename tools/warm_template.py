@@ -142,7 +142,19 @@ def become_namespace_root():
     the unprivileged user, keeping every capability inside the namespace."""
     os.setresgid(0, 0, 0)
     os.setresuid(0, 0, 0)
-    libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # (a change of user resets it; needed to write its own maps)
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+def dumpable_while(step, *args):
+    """Run ``step`` (one that writes this process's own uid and gid maps) with
+    the process dumpable, which that needs, and not dumpable again at once:
+    while a child is dumpable, a kernel of another sandbox running as the same
+    user could read its /proc files (its maps, its environment)."""
+    libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+    try:
+        step(*args)
+    finally:
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 def regular_files(folder):
@@ -186,7 +198,7 @@ def make_sandbox(request, roots):
     if BY_ROOT:
         mapped_user_namespace(flags, int(request["uid"]))
     else:
-        new_user_namespace(flags)
+        dumpable_while(new_user_namespace, flags)
     # Handles on the request's own folders and files, taken in the new mount
     # namespace before anything is hidden (and, for root, while this process
     # is still the owner of the folders it opens).
@@ -216,11 +228,7 @@ def make_sandbox(request, roots):
             bind(fd, path, False)
     check(libc.sethostname(b"sandbox", 7), "sethostname")
     # A less privileged user namespace: every mount above is locked in place.
-    new_user_namespace(CLONE_NEWNS)
-    # Its maps are written: not dumpable from here on, so that no other sandbox
-    # (the same unprivileged user) can read this child's /proc files while it
-    # hides /proc below, which takes longer the more processes there are.
-    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    dumpable_while(new_user_namespace, CLONE_NEWNS)
     # /proc is the template's (a fresh one cannot be mounted here): hide
     # every process that exists now (bubblewrap's, the template, this one,
     # any other request's) behind an empty, read-only folder. Processes
@@ -328,13 +336,14 @@ def child(request, roots):
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # no other request's socket, no listener
         os.setsid()
-        libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # (to write its own uid_map; not dumpable again below)
+        libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # (to write its own /proc files just below, then not again)
         blank_command_line()
         # First for the out-of-memory killer, before the template; inherited by
         # everything the child starts. (Written now: once not dumpable, its
         # /proc files belong to root, and a user other than root cannot.)
         with open("/proc/self/oom_score_adj", "w") as f:
             f.write("1000")
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
         make_sandbox(request, roots)
         pid = os.fork()
         if pid == 0:
