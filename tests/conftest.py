@@ -345,9 +345,11 @@ def reads_shared_run(item):
 
 def pytest_collection_modifyitems(session, config, items):
     """Run the tests that read the shared grading run after all the others, and
-    those of IN_BACKGROUND last: all start in the background once collection
-    is done and overlap the rest of the suite."""
-    items.sort(key=lambda item: (item.nodeid.startswith(IN_BACKGROUND), reads_shared_run(item)))
+    those of IN_BACKGROUND after them: all start in the background once
+    collection is done and overlap the rest of the suite. A module that sets
+    RUN_ALONE goes last of all, once every background run has been waited for."""
+    items.sort(key=lambda item: (bool(getattr(getattr(item, "module", None), "RUN_ALONE", False)),
+                                 item.nodeid.startswith(IN_BACKGROUND), reads_shared_run(item)))
 
 
 def pytest_collection_finish(session):
