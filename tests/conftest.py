@@ -347,8 +347,9 @@ def pytest_collection_modifyitems(session, config, items):
     """Run the tests that read the shared grading run after all the others, and
     those of IN_BACKGROUND after them: all start in the background once
     collection is done and overlap the rest of the suite. A module that sets
-    RUN_ALONE goes last of all, once every background run has been waited for."""
-    items.sort(key=lambda item: (bool(getattr(getattr(item, "module", None), "RUN_ALONE", False)),
+    RUN_ALONE, and a test marked run_alone, go last of all, once every background run has been waited for."""
+    items.sort(key=lambda item: (bool(getattr(getattr(item, "module", None), "RUN_ALONE", False)
+                                      or item.get_closest_marker("run_alone")),
                                  item.nodeid.startswith(IN_BACKGROUND), reads_shared_run(item)))
 
 

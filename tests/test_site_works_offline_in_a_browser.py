@@ -22,7 +22,8 @@ contents:
   with the scroll cue;
 - it stays within budget on a first visit (empty cache): at most 2 MB
   transferred, and ready (equations typeset) within 2 s, timed as the best of
-  up to three loads. Outside CI, a time overrun on a machine busier than it
+  up to five loads (a page over the budget amid the suite's grading runs is
+  timed again once they have finished). Outside CI, a time overrun on a machine busier than it
   has CPUs is reported as a skip with the numbers; CI always holds the budget.
 
 And for the site as a whole: next/previous links and the sidebar reach every
@@ -653,19 +654,36 @@ def test_page_is_within_size_budget(visits, page):
     )
 
 
+@pytest.mark.run_alone
 @pytest.mark.parametrize("page", PAGES)
-def test_page_is_within_time_budget(visits, page):
-    """Timed as the best of up to three loads. Outside CI, on a machine busier
-    than it has CPUs, an overrun says more about the machine than the page: it
-    is reported as a skip, with the numbers. CI always holds the budget."""
+def test_page_is_within_time_budget(browser, site, visits, page):
+    """Timed as the best of up to five loads. The first loads happen amid the
+    rest of the suite, whose grading runs keep both CPUs busy; a page over the
+    budget there is timed again here, at the end of the suite (run_alone), once
+    every background run has finished, when a load measures the page and not
+    the machine. Outside CI, on a machine still busier than it has CPUs, an
+    overrun is reported as a skip, with the numbers. CI always holds the budget."""
     visit = visits[page]
+    if visit.ready_ms > MAX_SECONDS * 1000:
+        visit.attempts = 0
+        while visit.attempts < MAX_LOADS:
+            again = first_visit(browser, site, page)
+            visit.load_ms, visit.ready_ms = min(visit.load_ms, again.load_ms), min(visit.ready_ms, again.ready_ms)
+            visit.attempts += 1
+            if visit.ready_ms <= MAX_SECONDS * 1000:
+                break
+        visit.busy = os.getloadavg()[0] / (os.cpu_count() or 1)
+        write_report(visits)
     seconds = visit.ready_ms / 1000
     if seconds > MAX_SECONDS and visit.busy > 1 and os.environ.get("CI") != "true":
         pytest.skip(
             f"{page} took {seconds:.2f} s (budget {MAX_SECONDS:.1f} s) while the machine was busy "
             f"(load average {visit.busy:.1f} per CPU); see {REPORT.relative_to(ROOT)}"
         )
-    assert seconds <= MAX_SECONDS, f"{page} took {seconds:.2f} s to load and typeset (budget {MAX_SECONDS:.1f} s)"
+    assert seconds <= MAX_SECONDS, (
+        f"{page} took {seconds:.2f} s to load and typeset (budget {MAX_SECONDS:.1f} s), best of "
+        f"{visit.attempts} loads at the end of the suite (load average {visit.busy:.1f} per CPU)"
+    )
 
 
 # Moving around the site -----------------------------------------------------
