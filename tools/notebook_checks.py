@@ -179,7 +179,7 @@ def names_used(notebook, skip_cell=None) -> set:
     the generated hidden tests', which bring their own)."""
     import re
 
-    from .hidden_tests import without_generated
+    from .assignments.hidden_tests import without_generated
 
     names = set()
     for cell in notebook.cells:

@@ -1,4 +1,4 @@
-"""The machinery of tools/verify.py.
+"""The machinery of tools/verification/verify.py.
 
 Each assignment's checks are in its own folder,
 ``solutions/<assignment>/checks/verification.py``: one check per graded test

@@ -1,6 +1,6 @@
 """Grade every submission of a course: autograde, feedback, verification, grades.csv.
 
-Usage: ``python -m tools.grade [ASSIGNMENT ...] [--course FOLDER] [--jobs N]``
+Usage: ``python -m tools.grading [ASSIGNMENT ...] [--course FOLDER] [--jobs N]``
 (what ``make grade`` runs). Without an assignment, every assignment that has
 submissions under ``submitted/<student>/<assignment>/`` is graded. The course
 folder (default: the repository) holds ``nbgrader_config.py``, the gradebook
@@ -13,7 +13,7 @@ this module is its driver: ``grade`` (settings, template, verification),
 
 Before any student's result is written, the instructor's solution of each
 assignment is graded the same way and must earn full marks
-(tools/self_check.py); if it does not, nobody is graded and the command exits
+(tools/grading/self_check.py); if it does not, nobody is graded and the command exits
 with status 3 (SELF_CHECK_FAILED). Running it again regrades everything from
 the submissions: nothing is lost. A submission that fails to grade (for a
 reason other than its own code) keeps its previous results; the command exits
@@ -39,16 +39,16 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from .course_settings import CONFIG_FILE, CourseSettings, Layout, course_directory, default_jobs
-from .paths import BIN, ROOT
-from .submission_limits import SubmissionRefused, check_submission
+from ..course_settings import CONFIG_FILE, CourseSettings, Layout, course_directory, default_jobs
+from ..paths import BIN, ROOT
+from ..sandbox.limits import SubmissionRefused, check_submission
 
 def record_assignments(layout: Layout, names):
     """Make sure the gradebook knows every assignment in ``names`` (nbgrader's
     generate_assignment, run in this process for all of those it lacks)."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    from .nbgrader_course import generate_in_process
+    from ..assignments.nbgrader_course import generate_in_process
 
     missing = []
     with Gradebook(layout.db_url) as gb:
@@ -162,7 +162,7 @@ def copy_regular(source: Path, target: Path, *, max_bytes=COPY_BYTES, max_files=
 class WorkerRun:
     """What every grading worker of one run is handed when it starts
     (``start_worker``): the modules a template it starts itself imports, and
-    the run's verification (tools/verify.py's ``Verification``) or None."""
+    the run's verification (tools/verification/verify.py's ``Verification``) or None."""
 
     preload: tuple = ("torch",)
     verification: object = None
@@ -185,18 +185,18 @@ def grade_in_private_course(layout: Layout, assignment: str, student: str, snaps
     """Autograde one submission and generate its feedback in a private copy of
     the course under ``workdir``. Runs in a worker process. Returns a dict:
     success, log, seconds. ``submitted``: the submission's folder, if not the
-    course's (the self-check's reference: tools/self_check.py)."""
+    course's (the self-check's reference: tools/grading/self_check.py)."""
     start = time.monotonic()
     private = Path(workdir)
-    from . import warm
-    from .sandboxed_kernel import PHASES
+    from ..sandbox import warm
+    from ..sandbox.kernel import PHASES
 
     # Every private course of this run is under the staging folder, which the
-    # run's shared template covers (tools/warm.py); if it is gone, this worker
+    # run's shared template covers (tools/sandbox/warm.py); if it is gone, this worker
     # starts its own, importing what the course needs.
     warm.set_kernel_roots([private.parent], base=private.parent)
     if _UNSYNCED.get("folder") != private.parent:  # the private gradebooks of this run: copies, merged later
-        from .nbgrader_course import unsynced_gradebooks
+        from ..assignments.nbgrader_course import unsynced_gradebooks
 
         unsynced_gradebooks(private.parent)
         _UNSYNCED["folder"] = private.parent
@@ -213,7 +213,7 @@ def grade_in_private_course(layout: Layout, assignment: str, student: str, snaps
         # What the student submitted: folders and regular files only, bounded.
         left_out = copy_regular(Path(submitted) if submitted else layout.folder("submitted", student, assignment),
                                 private / layout.submitted / student / assignment)
-        # ... and no more than a submission may hold once decoded (tools/submission_limits.py).
+        # ... and no more than a submission may hold once decoded (tools/sandbox/limits.py).
         check_submission(private / layout.submitted / student / assignment)
     except (OSError, CopyRefused, SubmissionRefused) as error:
         return {"success": False, "log": f"its submission was refused before grading: {error}\n",
@@ -255,7 +255,7 @@ def grade_in_private_course(layout: Layout, assignment: str, student: str, snaps
     ran = None
     verification = _WORKER.verification
     if verification is not None and assignment in verification.prepared:
-        from .verify import run_checks_in_worker
+        from ..verification.verify import run_checks_in_worker
 
         started = time.monotonic()
         notebook = private / layout.submitted / student / assignment / verification.prepared[assignment].notebook
@@ -383,8 +383,8 @@ def stage_copy(new: Path, old: Path) -> Path:
 def _rmtree(path: Path):
     """Remove a folder that a submission's code may have written to (a
     private course, a graded folder): no link followed, no recursion
-    (tools/sandbox.py's remove_tree)."""
-    from .sandbox import remove_tree
+    (tools/sandbox/bubblewrap.py's remove_tree)."""
+    from ..sandbox.bubblewrap import remove_tree
 
     remove_tree(path)
 
@@ -392,7 +392,7 @@ def _rmtree(path: Path):
 def export_grades(settings: CourseSettings):
     """grades.csv in the course folder: nbgrader's CSV export of the gradebook."""
     from nbgrader.api import Gradebook
-    from .lateness import LateCsvExport  # nbgrader's columns, and how late (seconds_late)
+    from ..lateness import LateCsvExport  # nbgrader's columns, and how late (seconds_late)
 
     layout = settings.layout
     plugin = LateCsvExport(config=settings.config)
@@ -403,12 +403,12 @@ def export_grades(settings: CourseSettings):
 
 
 def start_template(settings: CourseSettings, staging: Path, preload):
-    """The warm template (tools/warm.py) that every worker of this run forks
+    """The warm template (tools/sandbox/warm.py) that every worker of this run forks
     its kernels and verifications from, started now, before anything else:
     it imports (PyTorch, ipykernel) while this process reads the course and
     prepares the verification. None if warm templates are off or cannot start
     here; each worker then starts its own, or none."""
-    from . import warm
+    from ..sandbox import warm
 
     if not warm.enabled():
         return None
@@ -422,7 +422,7 @@ def start_template(settings: CourseSettings, staging: Path, preload):
 # make grade's exit status (``grade``'s result), which the last line of its output says in words.
 GRADED_CLEAN = 0  # every submission graded, none flagged
 NEEDS_A_LOOK = 1  # some submission NOT GRADED, or flagged in integrity.csv (instructor/integrity.md)
-SELF_CHECK_FAILED = 3  # the instructor's solution lost points here (tools/self_check.py): nobody was graded
+SELF_CHECK_FAILED = 3  # the instructor's solution lost points here (tools/grading/self_check.py): nobody was graded
 
 
 def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
@@ -433,11 +433,11 @@ def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
     warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
     settings = CourseSettings.read(course)  # the course's settings, read once for the whole run
-    from .nbgrader_course import metadata_schema_checked_once
+    from ..assignments.nbgrader_course import metadata_schema_checked_once
 
     metadata_schema_checked_once()  # (the workers are forked from this process)
     # The template and every worker import what the course's assignments need (PyTorch if any uses it).
-    from . import warm
+    from ..sandbox import warm
 
     preload = tuple(warm.preload_for(*settings.source_folder.glob("*/*.ipynb")))
     staging = Path(tempfile.mkdtemp(prefix="nbgrader-grade-"))
@@ -488,7 +488,7 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
     snapshot_gradebook(layout, snapshot)
     verification = None
     if os.environ.get("GRADING_VERIFY", "on") != "off":
-        from .verify import Verification
+        from ..verification.verify import Verification
 
         # Each worker verifies the submission it has just graded (in a child
         # of the same template); what no worker verified is verified after
@@ -499,7 +499,7 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
     # fork: the workers start with nbgrader already imported, and share the template.
     import nbgrader.converters  # noqa: F401
 
-    from . import warm
+    from ..sandbox import warm
 
     if template is not None:
         try:
@@ -511,8 +511,8 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
     not_graded = {}  # (assignment, student) -> why
     peak = 0
 
-    from . import lateness
-    from .verify import printable
+    from .. import lateness
+    from ..verification.verify import printable
 
     def finished(assignment, student, private, result):
         nonlocal failures, peak
@@ -711,14 +711,3 @@ def main(argv=None):
     args = parser.parse_args(argv)
     return grade(Path(args.course), args.assignments, args.jobs)
 
-
-if __name__ == "__main__":
-    status = main()
-    # Everything is written: skip tearing down an interpreter that has
-    # imported PyTorch and nbgrader (about a second), after the exit handlers.
-    import atexit
-
-    atexit._run_exitfuncs()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status)

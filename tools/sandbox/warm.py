@@ -1,8 +1,8 @@
 """Warm templates: start-up paid once per grading run, not once per submission.
 
 Starting Python and importing PyTorch takes about 1.5 s; the cells of a
-submission run in a fraction of a second. A template (tools/warm_template.py) is
-one sandboxed Python (tools/sandbox.py: bubblewrap, limits) that has imported
+submission run in a fraction of a second. A template (tools/sandbox/warm_template.py) is
+one sandboxed Python (tools/sandbox/bubblewrap.py: bubblewrap, limits) that has imported
 NumPy, ipykernel, the verification harness and, for assignments that use it,
 PyTorch (and what PyTorch would import on first use), and never runs student
 code. make grade starts one per run and shares it with all its workers
@@ -16,7 +16,7 @@ guarantees; tests/test_each_submission_gets_a_pristine_python.py attacks it.
 ``Template(roots)`` starts one; its children may be given folders under
 ``roots`` only. ``Template.run(...)`` runs one child to its end (verification);
 ``Template.client_command(...)`` is a command that runs one child for as long
-as the command runs (a kernel: tools/sandboxed_kernel.py).
+as the command runs (a kernel: tools/sandbox/kernel.py).
 
 ``GRADING_WARM=off`` in the environment switches templates off: every kernel
 and verification then starts a fresh sandboxed Python, as before.
@@ -33,14 +33,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import sandbox
-from .course_settings import KERNEL_MEMORY_BYTES
-from .paths import BIN
+from . import bubblewrap as sandbox
+from ..course_settings import KERNEL_MEMORY_BYTES
+from ..paths import BIN
 
 HERE = Path(__file__).resolve().parent
+TOOLS = HERE.parent  # the course's tools/, which the hidden tests import
 TEMPLATE = HERE / "warm_template.py"
 CLIENT = HERE / "warm_client.py"
-HARNESS = HERE / "verification" / "harness.py"
+HARNESS = TOOLS / "verification" / "harness.py"
 START_SECONDS = 120  # a template's start (imports) on a busy machine
 
 
@@ -77,7 +78,7 @@ class Template:
             cpu_seconds=10**6,  # the template's own CPU time; each child gets its own limit
             # tools/ (public course code, no secret): the template, the
             # harness, and the package the hidden tests run their checks with.
-            readable=[HERE],
+            readable=[TOOLS],
             writable=self.roots,
             env=env,
             template=True,
@@ -130,7 +131,7 @@ class Template:
     def request(self, kind, argv, *, cwd, writable=(), readable=(), env=None, memory_bytes=None,
                 cpu_seconds=60, scratch=False) -> dict:
         """A request for one child. With ``scratch``, the child's working
-        folder is a scratch copy of ``cwd`` (tools/sandbox.py): what it
+        folder is a scratch copy of ``cwd`` (tools/sandbox/bubblewrap.py): what it
         writes there stays in the child's sandbox; else ``cwd`` is writable."""
         writable = [canonical(p) for p in writable]
         cwd = canonical(cwd)
@@ -181,7 +182,7 @@ class Template:
             conn.close()
 
     def client_command(self, request: dict, request_file: Path) -> list[str]:
-        """A command whose process stands for the child (tools/warm_client.py)."""
+        """A command whose process stands for the child (tools/sandbox/warm_client.py)."""
         Path(request_file).write_text(json.dumps(request))
         return [str(self.python), "-I", "-S", str(CLIENT), str(self.socket), str(request_file)]
 
@@ -206,7 +207,7 @@ class Template:
 # --- the kernels' template of this process ----------------------------------
 
 _kernel_template: Template | None = None
-_kernel_roots: list = []  # set by tools/grade.py's workers: where every private course lives
+_kernel_roots: list = []  # set by tools/grading/run.py's workers: where every private course lives
 _kernel_root: Path | None = None  # this process's folder for kernels' private folders
 _base: str | None = None  # where this process's templates keep their folders (default: TMPDIR)
 

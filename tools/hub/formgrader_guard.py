@@ -3,7 +3,7 @@
 In the formgrader (*Manage Assignments* → an assignment's submissions, or
 *Manage Students*), the button runs nbgrader's own autograde for one student:
 ``NbGraderAPI.autograde``, which the formgrader's request handler calls. That
-is only one step of the course's grading. `make grade` (tools/grade.py) runs
+is only one step of the course's grading. `make grade` (tools/grading/run.py) runs
 the same sandboxed autograde, then verifies every grade outside the notebook
 (integrity.csv), writes the feedback without hidden tests and exports
 grades.csv. A grade from the button would skip all three, and leave
@@ -23,7 +23,7 @@ The guard also serves the files of a submission that the formgrader's
 notebook view links to (``/formgrader/submissions/<id>/<file>``, nbgrader's
 SubmissionFilesHandler) with ``Content-Security-Policy: sandbox``: a page
 among them, opened or framed, runs nothing at the instructor's address. (The
-view itself runs only its own scripts: tools/feedback_page.py, page_policy.)
+view itself runs only its own scripts: tools/feedback/page.py, page_policy.)
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ import os
 import shlex
 from pathlib import Path
 
-#: The repository whose `make grade` grades the course (this file is its tools/guard).
-REPOSITORY = Path(__file__).resolve().parent.parent
+#: The repository whose `make grade` grades the course (this file is its tools/hub/formgrader_guard.py).
+REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 def make_grade_command(assignment_id, course_root):

@@ -2,14 +2,14 @@
 
 nbgrader renders both with nbconvert's HTML exporter and its own templates
 (``feedback``, ``formgrade``). nbgrader_config.py points that exporter at
-``tools/templates/course_page.html.j2``, which extends whichever of the two is
+``tools/feedback/templates/course_page.html.j2``, which extends whichever of the two is
 rendered, and registers this module's filters; it adds ``LateBy`` to the
 feedback's preprocessors. What changes:
 
 - **Math without a network.** nbgrader loads MathJax 2 from a CDN, which a
   hub behind a firewall, or a student reading the page offline, never
   reaches: the equations stay raw LaTeX. The pages carry MathJax 3 instead,
-  from the PyPI package that the site's copy comes from (tools/offline_mathjax.py),
+  from the PyPI package that the site's copy comes from (tools/site/offline_mathjax.py),
   written into the page (``tex-svg-full.js``: every TeX extension and its
   fonts, about 2.3 MB), so that a feedback page shows its equations wherever
   it is opened: on the hub, from an email, from a learning platform. The
@@ -214,7 +214,7 @@ class LateBy(Preprocessor):
         if {"db_url", "assignment", "student"} <= set(info):
             from nbgrader.api import Gradebook, MissingEntry
 
-            from .lateness import duration, seconds_late
+            from ..lateness import duration, seconds_late
 
             with Gradebook(info["db_url"]) as gb:
                 try:

@@ -1,7 +1,7 @@
 """A warm template: forks a fresh, sandboxed Python for each submission.
 
 ``python warm_template.py SOCKET HARNESS PRELOAD ROOT [ROOT ...]`` is started
-by tools/warm.py only, inside the bubblewrap sandbox of tools/sandbox.py (it sees what a
+by tools/sandbox/warm.py only, inside the bubblewrap sandbox of tools/sandbox/bubblewrap.py (it sees what a
 sandboxed kernel sees, and the ROOT folders). It imports once what every
 kernel and every verification needs (NumPy, ipykernel, the verification
 harness, and the modules PRELOAD names: PyTorch, for assignments that use it), and then, for each request on SOCKET, forks a child
@@ -94,7 +94,7 @@ def under(path, folder):
 
 def by_root():
     """Whether this template runs as root in the machine's user namespace
-    (tools/sandbox.py starts it so when root grades)."""
+    (tools/sandbox/bubblewrap.py starts it so when root grades)."""
     with open("/proc/self/uid_map") as f:
         return os.getuid() == 0 and f.read().split() == ["0", "0", "4294967295"]
 
@@ -460,7 +460,7 @@ def main(argv):
     # operation or starts a thread.
     import numpy  # noqa: F401
 
-    for module in preload:  # PyTorch, for the assignments that use it (tools/warm.py's preload_for)
+    for module in preload:  # PyTorch, for the assignments that use it (tools/sandbox/warm.py's preload_for)
         try:
             importlib.import_module(module)
         except ImportError:
@@ -476,7 +476,7 @@ def main(argv):
     import IPython.core.completer  # noqa: F401
     import IPython.core.history  # noqa: F401
 
-    from tools.sandbox import SANDBOX_UID  # (tools/ is readable here: the hidden tests import it too)
+    from tools.sandbox.bubblewrap import SANDBOX_UID  # (tools/ is readable here: the hidden tests import it too)
 
     spec = importlib.util.spec_from_file_location("verification_harness", harness_path)
     HARNESS = importlib.util.module_from_spec(spec)

@@ -1,6 +1,6 @@
 """Build the book into _build/html, treating every warning as an error.
 
-Usage: ``python -m tools.book`` (what ``make book`` runs). Exits with the
+Usage: ``python -m tools.site.book`` (what ``make book`` runs). Exits with the
 builder's status, so a warning or a chapter that fails to execute fails the
 command.
 
@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 
-from .paths import BIN, ROOT
+from ..paths import BIN, ROOT
 
 
 def build_command(config=None):
@@ -28,7 +28,7 @@ def config_without_execution():
     text = (ROOT / "_config.yml").read_text()
     switch = "execute_notebooks: force"
     if switch not in text:
-        raise RuntimeError(f"_config.yml no longer says '{switch}': update tools/book.py")
+        raise RuntimeError(f"_config.yml no longer says '{switch}': update tools/site/book.py")
     path = ROOT / "_build" / "config-committed-outputs.yml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text.replace(switch, 'execute_notebooks: "off"'))
@@ -43,7 +43,7 @@ def build(capture=False, execute=True):
     config = None
     if not execute:
         config = config_without_execution()
-        # Sphinx imports the book's own extensions (tools.offline_mathjax) from
+        # Sphinx imports the book's own extensions (tools.site.offline_mathjax) from
         # the folder of the configuration file, which is now _build/.
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return subprocess.run(build_command(config), cwd=ROOT, env=env, text=True, capture_output=capture)

@@ -1,14 +1,14 @@
-"""nbgrader's autograde with every notebook's kernel in the sandbox of tools/sandbox.py.
+"""nbgrader's autograde with every notebook's kernel in the sandbox of tools/sandbox/bubblewrap.py.
 
 nbgrader_config.py puts ``SandboxedExecute`` in place of nbgrader's ``Execute``
 preprocessor, so every ``nbgrader autograde`` of this course — by ``make
 grade``, by hand, or from the formgrader — runs student code this way:
 
 - ``SandboxedKernelManager`` starts the kernel inside bubblewrap — forked
-  from this process's warm template (tools/warm.py), which makes each kernel
+  from this process's warm template (tools/sandbox/warm.py), which makes each kernel
   a sandbox of its own, or, with ``GRADING_WARM=off``, as a new Python: the kernel
   sees a read-only system and Python, works in a scratch copy of the
-  submission's folder (tools/sandbox.py: what it writes there is never read
+  submission's folder (tools/sandbox/bubblewrap.py: what it writes there is never read
   back), has no network and limits on memory, CPU time and processes. It
   talks to nbgrader over unix sockets (ZeroMQ's ``ipc`` transport) in a
   private folder bound into the sandbox, since TCP cannot cross the sandbox's
@@ -59,15 +59,15 @@ from traitlets import Bool, DottedObjectName, Integer, Type, default
 
 from nbgrader.preprocessors import Execute
 
-from . import sandbox, warm
-from .submission_limits import json_values_at_most
-from .course_settings import KERNEL_CPU_SECONDS, KERNEL_MEMORY_BYTES, NOTEBOOK_SECONDS
+from . import bubblewrap as sandbox, warm
+from .limits import json_values_at_most
+from ..course_settings import KERNEL_CPU_SECONDS, KERNEL_MEMORY_BYTES, NOTEBOOK_SECONDS
 
-TOOLS = Path(__file__).resolve().parent  # the course's tools, which the hidden tests import
+TOOLS = Path(__file__).resolve().parent.parent  # the course's tools, which the hidden tests import
 
 
 # The largest IOPub message that is decoded, in bytes and in JSON values
-# (tools/submission_limits.py's bound, counted on the raw frames before
+# (tools/sandbox/limits.py's bound, counted on the raw frames before
 # anything is decoded): a larger one stands in the notebook as a note that it
 # was too large (GuardedIOPubChannel). Twice a cell's default output budget:
 # what is larger could not be kept whole anyway (an output that can decide a
@@ -88,7 +88,7 @@ KEPT_OUTPUTS = 20
 KEPT_CHARS = 4096
 
 # Seconds this process spent starting kernels (until they answer), running
-# cells, and stopping kernels: tools/grade.py reports them per phase.
+# cells, and stopping kernels: tools/grading/run.py reports them per phase.
 PHASES = Counter()
 
 
@@ -337,11 +337,11 @@ class SandboxedKernelManager(PinnedSockets, AsyncKernelManager):
     ).tag(config=True)
 
     warm = Bool(
-        True, help="Fork the kernel from a warm template (tools/warm.py) instead of starting Python; "
+        True, help="Fork the kernel from a warm template (tools/sandbox/warm.py) instead of starting Python; "
         "GRADING_WARM=off in the environment also switches it off."
     ).tag(config=True)
 
-    client_class = DottedObjectName("tools.sandboxed_kernel.SandboxedKernelClient")
+    client_class = DottedObjectName("tools.sandbox.kernel.SandboxedKernelClient")
     client_factory = Type(SandboxedKernelClient, klass=AsyncKernelClient)
 
     _private = None  # this kernel's connection file and sockets
@@ -401,7 +401,7 @@ class SandboxedKernelManager(PinnedSockets, AsyncKernelManager):
         return cmd, kw
 
     def _warm_template(self, cmd, workdir):
-        """This process's warm template (tools/warm.py) if it can start this
+        """This process's warm template (tools/sandbox/warm.py) if it can start this
         kernel: the course's own Python running ipykernel; else None."""
         if not self.warm or cmd[1:3] != ["-m", "ipykernel_launcher"]:
             return None

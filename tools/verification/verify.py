@@ -1,7 +1,7 @@
 """Verify every graded submission outside its notebook's kernel.
 
-Usage: ``python -m tools.verify [ASSIGNMENT ...] [--course FOLDER] [--jobs N] [--seed S]``.
-``make grade`` (``tools.grade``) verifies each submission right after grading
+Usage: ``python -m tools.verification.verify [ASSIGNMENT ...] [--course FOLDER] [--jobs N] [--seed S]``.
+``make grade`` (``tools.grading.run``) verifies each submission right after grading
 it, in the grading worker (``Verification``, ``run_checks_in_worker``); run
 this alone to verify again what the gradebook holds. CONTRIBUTING.md, "How
 grading works", places it in the whole run.
@@ -45,11 +45,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .course_settings import CourseSettings, VerificationLimits, default_jobs
-from .paths import BIN, ROOT, verification_spec
-from .submission_limits import check_notebook, tidy_results
+from ..course_settings import CourseSettings, VerificationLimits, default_jobs
+from ..paths import BIN, ROOT, verification_spec
+from ..sandbox.limits import check_notebook, tidy_results
 
-HARNESS = Path(__file__).resolve().parent / "verification" / "harness.py"
+HARNESS = Path(__file__).resolve().parent / "harness.py"
 SPEC_PACKAGE = "course_checks"  # the name under which each assignment's verification.py is loaded
 CSV_NAME = "integrity.csv"
 CSV_COLUMNS = ["assignment", "student_id", "nbgrader_score", "verified_score", "max_score", "flagged", "reason"]
@@ -196,7 +196,7 @@ def load_spec(assignment: str, source: Path | None = None):
 def prepare(assignment: str, source_notebook: Path, seed: int, staging: Path,
             limits: VerificationLimits = VerificationLimits()) -> Assignment:
     """Build the assignment's checks for this run and write their inputs."""
-    from .verification.probes import Plan
+    from .probes import Plan
 
     source = source_notebook.parent.parent
     spec = load_spec(assignment, source)
@@ -315,7 +315,7 @@ class Verdict:
 
 def verify_submission(assignment: Assignment, notebook: Path, workdir: Path, template=None) -> Verdict:
     """Run one submission's checks in the sandbox and judge them here: in a
-    child of ``template`` (tools/warm.py) if given, else in a fresh sandboxed
+    child of ``template`` (tools/sandbox/warm.py) if given, else in a fresh sandboxed
     Python."""
     return judge_checks(assignment, run_checks_in_sandbox(assignment, notebook, workdir, template), workdir)
 
@@ -334,8 +334,8 @@ class ChecksRan:
 def run_checks_in_sandbox(assignment: Assignment, notebook: Path, workdir: Path, template=None) -> ChecksRan:
     """Run one submission's checks in the sandbox (a child of ``template`` if
     given, else a fresh sandboxed Python); nothing is judged yet."""
-    from . import sandbox
-    from .sandbox import sandboxed_command
+    from ..sandbox import bubblewrap as sandbox
+    from ..sandbox.bubblewrap import sandboxed_command
 
     start = time.monotonic()
     problem = ""
@@ -374,7 +374,7 @@ def run_checks_in_sandbox(assignment: Assignment, notebook: Path, workdir: Path,
             except subprocess.TimeoutExpired:
                 status = f"stopped after {assignment.limits.run_seconds:g} s"
         # What the judge reads and whoever removes the folder removes is bounded here (in make grade's
-        # worker): past tools/submission_limits.py's MAX_RESULT_FILES, nothing is left to judge.
+        # worker): past tools/sandbox/limits.py's MAX_RESULT_FILES, nothing is left to judge.
         refused = tidy_results(results)
         if refused:
             cells, problem = None, refused
@@ -391,7 +391,7 @@ def judge_checks(assignment: Assignment, ran: ChecksRan, workdir: Path) -> Verdi
 
 
 def judge_result_files(assignment: Assignment, verdict: Verdict, results: Path, status: str, cells, added=None):
-    from .verification.probes import CheckResults, Fail, ResultsFolder
+    from .probes import CheckResults, Fail, ResultsFolder
 
     folder = None
     if cells is not None:
@@ -505,7 +505,7 @@ def verify(course, todo=None, assignments=(), jobs=None, seed=None, out=sys.stdo
 @dataclass
 class Verification:
     """One verification run: its seed, each assignment's checks prepared in
-    ``staging``, and the clock. ``make grade`` (tools/grade.py) starts one
+    ``staging``, and the clock. ``make grade`` (tools/grading/run.py) starts one
     before grading and lets each worker verify the submission it has just
     graded, in a child of the same warm template (``run_checks_in_worker``);
     ``verify`` above runs one on its own."""
@@ -521,7 +521,7 @@ class Verification:
     def start(cls, settings: CourseSettings, todo, seed, staging: Path, out, alongside=False):
         """Prepare every assignment of ``todo``; None (and why, printed) if
         student code cannot run in the sandbox here."""
-        from .sandbox import SandboxUnavailable, check_available
+        from ..sandbox.bubblewrap import SandboxUnavailable, check_available
 
         try:
             check_available()
@@ -548,7 +548,7 @@ class Verification:
     def verify_each(self, todo, jobs) -> list:
         """Verify ``todo`` here, ``jobs`` at a time, each in a child of one warm
         template per thread."""
-        from .warm import preload_for
+        from ..sandbox.warm import preload_for
 
         layout, prepared = self.layout, self.prepared
         work = [(a, s) for a, s in todo if a in prepared]
@@ -616,7 +616,7 @@ class Verification:
 def remove_quietly(folder: Path):
     """Remove a verification's folder (the harness wrote there), or leave it
     to the run's clean-up if that fails."""
-    from .sandbox import remove_tree
+    from ..sandbox.bubblewrap import remove_tree
 
     try:
         remove_tree(folder)
@@ -634,13 +634,13 @@ def unverified(assignment: Assignment, problem: str) -> Verdict:
 
 def run_checks_in_worker(assignment: Assignment, notebook: Path, workdir: Path) -> ChecksRan:
     """Run one submission's checks in a child of this process's kernel
-    template (tools/warm.py), the one its notebook's kernel was forked from: no
+    template (tools/sandbox/warm.py), the one its notebook's kernel was forked from: no
     second template, and no second start of Python and PyTorch. make grade's
     workers run this right after autograde; ``workdir`` must be under the
     template's folders. Without a template, a fresh sandboxed Python runs it.
     The process that started the run judges the results (``judge_checks``):
     a worker, forked from it, must not run PyTorch operations."""
-    from . import warm
+    from ..sandbox import warm
 
     workdir.mkdir(parents=True, exist_ok=True)
     template = None
@@ -659,7 +659,7 @@ def run_checks_in_worker(assignment: Assignment, notebook: Path, workdir: Path) 
 
 
 class Templates:
-    """One warm template (tools/warm.py) per verifying thread, started on its
+    """One warm template (tools/sandbox/warm.py) per verifying thread, started on its
     first submission: the harness's start-up (Python, NumPy, PyTorch) is paid
     once per thread. A template that fails is replaced; meanwhile that
     submission is verified in a fresh sandboxed Python."""
@@ -673,7 +673,7 @@ class Templates:
         self.started = []
 
     def verify(self, assignment: Assignment, notebook: Path, workdir: Path) -> Verdict:
-        from . import warm
+        from ..sandbox import warm
 
         if not warm.enabled():
             return verify_submission(assignment, notebook, workdir)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import nbformat
 
-from .paths import BIN, ROOT, SOLUTIONS
+from ..paths import BIN, ROOT, SOLUTIONS
 
 SOLUTION_REGION = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.MULTILINE)
 
@@ -121,7 +121,7 @@ def unsynced_gradebooks(folder):
 
 # `nbgrader ARGS` in a throw-away course (the current folder): the venv's Python imports the course's tools/,
 # installed by `make venv`.
-NBGRADER = ("import os, sys; sys.argv[0] = 'nbgrader'; from tools.nbgrader_course import alembic_head_in_process, "
+NBGRADER = ("import os, sys; sys.argv[0] = 'nbgrader'; from tools.assignments.nbgrader_course import alembic_head_in_process, "
             "unsynced_gradebooks; alembic_head_in_process(); unsynced_gradebooks(os.getcwd()); "
             "from nbgrader.apps.nbgraderapp import main; sys.exit(main())")
 
@@ -138,7 +138,7 @@ def generate_in_process(root, names, release_directory=None, throwaway=False, db
 
     from nbgrader.converters import GenerateAssignment
 
-    from .course_settings import course_directory
+    from ..course_settings import course_directory
 
     alembic_head_in_process()
     metadata_schema_checked_once()
@@ -166,7 +166,7 @@ def generate_in_process(root, names, release_directory=None, throwaway=False, db
 
 
 # Runs generate_in_process in a fresh Python with this repository's tools/.
-GENERATE = ("import sys; from tools.nbgrader_course import generate_in_process; "
+GENERATE = ("import sys; from tools.assignments.nbgrader_course import generate_in_process; "
             "generate_in_process(sys.argv[1], sys.argv[2:], throwaway=True)")
 
 

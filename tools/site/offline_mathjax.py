@@ -51,7 +51,7 @@ def entry_script(app) -> str:
     if "://" in str(path) or path.is_absolute() or path.parts[:1] != (TARGET,) or len(path.parts) != 2:
         raise ConfigError(
             f"mathjax_path = {app.config.mathjax_path!r}: expected '{TARGET}/<script>.js', "
-            "the copy of MathJax inside the site (see tools/offline_mathjax.py)"
+            "the copy of MathJax inside the site (see tools/site/offline_mathjax.py)"
         )
     return path.name
 

@@ -43,7 +43,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from .course_settings import KERNEL_MEMORY_BYTES
+from ..course_settings import KERNEL_MEMORY_BYTES
 
 # System folders the sandbox sees read-only. On merged-/usr systems /bin, /lib,
 # ... are symbolic links into /usr and are recreated as such.
@@ -440,7 +440,7 @@ def sandboxed_command(
     """``argv`` wrapped to run in the sandbox, with ``workdir`` as its working
     folder and the only place (with ``writable``) it may write to. With
     ``scratch``, ``workdir`` is a scratch copy instead: writes to it stay in
-    the sandbox. ``template`` (tools/warm.py only): run as the caller, with
+    the sandbox. ``template`` (tools/sandbox/warm.py only): run as the caller, with
     what a template needs to make its children's sandboxes, and no process
     limit (each child sets its own).
 

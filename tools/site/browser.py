@@ -1,7 +1,7 @@
 """Serve the built site on 127.0.0.1 and open it in headless Chromium, offline.
 
 Shared by the browser tests (tests/test_site_works_offline_in_a_browser.py) and ``make screenshots``
-(tools/screenshots.py). The browser is the system's Chromium (or Google Chrome),
+(tools/site/screenshots.py). The browser is the system's Chromium (or Google Chrome),
 driven by Playwright for Python; no browser is downloaded. Every request to a
 host other than the local server is aborted, so a page that needs the internet
 shows it.
@@ -18,7 +18,7 @@ import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from .paths import BUILD_HTML
+from ..paths import BUILD_HTML
 
 #: Where a Chromium-family browser is found: $CHROMIUM if set, else Debian's
 #: Chromium (also what GitHub's Ubuntu runners link there), else Google Chrome.

@@ -225,7 +225,7 @@ class GuardedCollect(ExchangeCollect):
         reason = self.refusal(path, record["username"])
         if reason:
             self.log.warning("Not collecting %s for %s: %s. (Only what nbgrader submit makes is collected: "
-                             "tools/guarded_collect.py.)", path, record["username"], reason)
+                             "tools/hub/guarded_collect.py.)", path, record["username"], reason)
             record["refused"] = True
         self._records.append(record)
         return record
@@ -264,7 +264,7 @@ class GuardedCollect(ExchangeCollect):
         except (Refused, OSError) as reason:  # changed, or gone, since the check: this student only
             shutil.rmtree(staging, ignore_errors=True)
             self.log.error("Not collecting %s for %s: %s (it changed after it was checked; "
-                           "tools/guarded_collect.py)", src, username, reason)
+                           "tools/hub/guarded_collect.py)", src, username, reason)
             return
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)

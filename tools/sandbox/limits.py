@@ -1,6 +1,6 @@
 """What a submission may hold before anything of it is decoded: counts, not only bytes.
 
-A submission's folder is copied with a byte limit (tools/grade.py's
+A submission's folder is copied with a byte limit (tools/grading/run.py's
 ``copy_regular``), but bytes do not bound what they decode to: 24 MiB of empty
 JSON lists is 12 million Python lists (3 GiB in nbformat), 100,000 empty code
 cells are 100,000 steps for verification and 100,000 results to judge, and
@@ -132,7 +132,7 @@ def tidy_results(results: Path, *, limit=MAX_RESULT_FILES) -> str:
     folder is removed here and the reason returned ("" otherwise): that
     submission is then not verified, and the main process has nothing of it
     to read or remove. The listing stops after ``limit`` + 1 entries."""
-    from .sandbox import remove_tree
+    from .bubblewrap import remove_tree
 
     try:
         fd = os.open(results, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)

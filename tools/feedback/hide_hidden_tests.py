@@ -190,12 +190,12 @@ class FeedbackExporter(HTMLExporter):
 
     def __init__(self, config=None, **kwargs):
         # nbgrader's GenerateFeedback sets HTMLExporter.extra_template_paths (its CSS), which
-        # replaces the course's: add the course's template folder (tools/feedback_page.py).
+        # replaces the course's: add the course's template folder (tools/feedback/page.py).
         import copy
 
         from traitlets.config import Config
 
-        from .feedback_page import TEMPLATES
+        from .page import TEMPLATES
 
         config = copy.deepcopy(config) if config is not None else Config()
         paths = list(config.HTMLExporter.get("extra_template_paths", []))

@@ -57,7 +57,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from .paths import BIN, EXERCISES, ROOT, SOLUTIONS
+from ..paths import BIN, EXERCISES, ROOT, SOLUTIONS
 
 HUB = ROOT / "_build" / "hub"
 #: The term's data: what the hub's users made (their homes, with the instructor's course folder) and the
@@ -340,7 +340,7 @@ def check_views():
         proc = as_user(user, [BIN / "python", "-c", ""], check=False, capture_output=True)
         if proc.returncode != 0:
             raise HubError(f"{user} cannot start the course's Python in their view of the machine "
-                           f"(tools/hub.py, view; it needs mount namespaces, which some containers forbid even "
+                           f"(tools/hub/local.py, view; it needs mount namespaces, which some containers forbid even "
                            f"to root: run `make hub` as another user for a hub without separate users):\n"
                            f"{proc.stderr}")
 
@@ -348,7 +348,7 @@ def check_views():
 def enter_program():
     """The program that runs ``enter``: .venv's Python, isolated (-I) from the
     environment and from the user's own Python packages, since it runs as root."""
-    code = "import sys; from tools.hub import enter; enter(sys.argv[1:])"
+    code = "import sys; from tools.hub.local import enter; enter(sys.argv[1:])"
     return [str(BIN / "python"), "-I", "-c", code]
 
 
@@ -435,7 +435,7 @@ def write_file(path, text, mode=0o644):
 
 
 def nbgrader_settings(**settings):
-    lines = ["# Written by tools/hub.py for the course's JupyterHub.", "c = get_config()  # noqa: F821"]
+    lines = ["# Written by tools/hub/local.py for the course's JupyterHub.", "c = get_config()  # noqa: F821"]
     lines += [f"c.{name} = {value!r}" for name, value in settings.items()]
     return "\n".join(lines) + "\n"
 
@@ -443,7 +443,7 @@ def nbgrader_settings(**settings):
 #: What a terminal in JupyterLab reads at start (in place of ~/.bashrc, which it reads first): JupyterLab
 #: would otherwise start a login shell, whose /etc/profile (Debian's) sets a PATH without the course's Python.
 TERMINAL_RC = """\
-# The shell of a terminal in JupyterLab on the course's hub (written by tools/hub.py).
+# The shell of a terminal in JupyterLab on the course's hub (written by tools/hub/local.py).
 [ -r /etc/bash.bashrc ] && . /etc/bash.bashrc
 [ -r ~/.bashrc ] && . ~/.bashrc
 # The course's environment first, as the guide says: nbgrader, jupyter, python.
@@ -484,7 +484,7 @@ def write_user_config():
 
 
 INSTRUCTOR_NBGRADER_CONFIG = '''\
-"""The instructor's nbgrader configuration on the course's JupyterHub (written by tools/hub.py).
+"""The instructor's nbgrader configuration on the course's JupyterHub (written by tools/hub/local.py).
 
 The course folder's, for every nbgrader the instructor runs. The formgrader
 reads only the Jupyter configuration folders, not the course folder's file: it
@@ -496,14 +496,14 @@ load_subconfig({course_config!r})  # noqa: F821
 '''
 
 #: Run by a user other than root, every user of the hub is that one Unix user: no submission folder belongs to
-#: the student it is named after, and collect (tools/guarded_collect.py) may not ask it to.
+#: the student it is named after, and collect (tools/hub/guarded_collect.py) may not ask it to.
 SHARED_OWNER = """
 # This hub runs every user as one Unix user: collect cannot tell students apart by owner.
 c.ExchangeCollect.check_owner = False
 """
 
 COURSE_CONFIG = '''\
-"""The course folder of the course's JupyterHub (written by tools/hub.py when it
+"""The course folder of the course's JupyterHub (written by tools/hub/local.py when it
 was missing; yours to add to: the hub never writes it again).
 
 The repository's nbgrader_config.py, then what the hub changes: this folder
@@ -586,7 +586,7 @@ def wait_for_setup():
 
 
 HUB_CONFIG = '''\
-"""JupyterHub for the course, written by tools/hub.py (instructor/hub.md)."""
+"""JupyterHub for the course, written by tools/hub/local.py (instructor/hub.md)."""
 import json
 
 c = get_config()  # noqa: F821
@@ -619,7 +619,7 @@ c.Spawner.environment = {{
 }}
 '''
 
-# As root: each user's JupyterLab in their own view of the machine (tools/hub.py, view and enter).
+# As root: each user's JupyterLab in their own view of the machine (tools/hub/local.py, view and enter).
 ROOT_SPAWNER = '''\
 import os
 import pwd
@@ -631,7 +631,7 @@ ENTER = {enter!r}
 
 class CourseSpawner(LocalProcessSpawner):
     """JupyterHub's LocalProcessSpawner, starting each JupyterLab through
-    tools/hub.py's `enter`: as root, it builds the user's view of the machine
+    tools/hub/local.py's `enter`: as root, it builds the user's view of the machine
     (a student sees nothing of the repository but .venv and the exchange),
     then becomes the user and runs JupyterLab."""
 
@@ -811,7 +811,7 @@ def clean(out=sys.stdout):
               f"is archived in {archive} ({count} entries; to look inside: tar -tzf {archive})", file=out, flush=True)
         for name in left_out:
             print(f"  left out of the archive: {name}", file=out, flush=True)
-        from .sandbox import remove_tree
+        from ..sandbox.bubblewrap import remove_tree
 
         remove_tree(TERM)
     shutil.rmtree(HUB, ignore_errors=True)
@@ -852,7 +852,3 @@ def main(argv=None):
         return 0
     finally:
         stop(process)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

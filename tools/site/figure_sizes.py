@@ -23,7 +23,7 @@ STYLE = re.compile(r'\sstyle="([^"]*)"')
 
 
 def small_print_px():
-    chapters = str(Path(__file__).resolve().parent.parent / "chapters")
+    chapters = str(Path(__file__).resolve().parents[2] / "chapters")
     sys.path.insert(0, chapters)
     try:
         from course import SMALL_PRINT_PX

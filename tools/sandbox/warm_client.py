@@ -1,7 +1,7 @@
 """Stands in for a sandboxed kernel's process: ``python -I warm_client.py SOCKET REQUEST``.
 
-tools/sandboxed_kernel.py starts this (standard library only, a few
-milliseconds) in place of bubblewrap when a warm template (tools/warm.py) can
+tools/sandbox/kernel.py starts this (standard library only, a few
+milliseconds) in place of bubblewrap when a warm template (tools/sandbox/warm.py) can
 run the kernel. It hands the request to the template, which forks the
 sandboxed kernel, and waits: it exits with the kernel's exit status, as
 bubblewrap would. When this process is killed (the kernel manager's shutdown

@@ -3,7 +3,7 @@
 A grader whose environment is broken (its ``tools`` package not importable in
 the sandbox, a file of the release missing, a kernel that cannot start) would
 otherwise give every student 0 and report nothing. So each run of
-``make grade`` (tools/grade.py) first grades, for each assignment it grades,
+``make grade`` (tools/grading/run.py) first grades, for each assignment it grades,
 the instructor's solution as a submission of its own: the release that
 ``nbgrader generate_assignment`` makes from the course's source notebook, its
 solution cells filled with the source's solutions, graded by the same worker
@@ -65,7 +65,7 @@ def write_references(layout, names, folder: Path) -> dict:
     with nbgrader's log if a release cannot be generated."""
     import nbformat
 
-    from .nbgrader_course import fill_release, generate_in_process, solution_code
+    from ..assignments.nbgrader_course import fill_release, generate_in_process, solution_code
 
     course = folder / "course"
     (course / layout.source).mkdir(parents=True)
@@ -93,7 +93,7 @@ def error_heads(notebook: Path) -> dict:
     without following a link and bounded in size; {} if it cannot be read."""
     import os
 
-    from .verify import printable
+    from ..verification.verify import printable
 
     try:
         fd = os.open(notebook, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -275,7 +275,7 @@ class SelfCheck:
         verification (``verdict``); records and returns why not ("" if it did)."""
         problem = self._problem(layout, assignment, private, result, verdict)
         if not problem and verifying and verdict is None:
-            from .grade import last_line
+            from .run import last_line
 
             problem = f"its verification did not run: {last_line(result.get('log', ''))}"
         seconds = f"{result.get('seconds', 0.0):.1f} s"

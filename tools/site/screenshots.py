@@ -1,6 +1,6 @@
 """Screenshot every page of the built site, as a reader would see it.
 
-Usage: ``python -m tools.screenshots [PAGE ...]`` (``make screenshots``, which
+Usage: ``python -m tools.site.screenshots [PAGE ...]`` (``make screenshots``, which
 builds the book first if _build/html is missing). For every page of _toc.yml
 (or only the pages named, e.g. ``chapters/ch01_attention_by_hand``) it saves
 four full-page screenshots to _build/screenshots/:
@@ -21,8 +21,8 @@ import time
 import yaml
 from playwright.sync_api import sync_playwright
 
-from .paths import BUILD_HTML, ROOT
-from .site_browser import CHROMIUM, HOW_TO_GET_CHROMIUM, launch, offline_context, serve, toc_pages
+from ..paths import BUILD_HTML, ROOT
+from .browser import CHROMIUM, HOW_TO_GET_CHROMIUM, launch, offline_context, serve, toc_pages
 
 OUT = ROOT / "_build" / "screenshots"
 WIDTHS = {
@@ -51,7 +51,7 @@ def screenshot(browser, base, page_path, width, mode):
     page.goto(base + page_path + ".html", wait_until="load")
     page.evaluate(WAIT_FOR_MATH)
     page.evaluate("document.fonts.ready.then(() => true)")
-    page.evaluate(LOAD_EVERY_IMAGE)  # figures load lazily, as a reader scrolls (tools/lazy_images.py)
+    page.evaluate(LOAD_EVERY_IMAGE)  # figures load lazily, as a reader scrolls (tools/site/lazy_images.py)
     target = OUT / f"{page_path.replace('/', '__')}--{width}-{mode}.png"
     page.screenshot(path=str(target), full_page=True)
     context.close()
