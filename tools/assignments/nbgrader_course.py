@@ -15,6 +15,7 @@ from pathlib import Path
 
 import nbformat
 
+from ..nbgrader_patches import alembic_head_in_process, metadata_schema_checked_once, unsynced_gradebooks
 from ..paths import BIN, ROOT, SOLUTIONS
 
 SOLUTION_REGION = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.MULTILINE)
@@ -29,100 +30,11 @@ def nbgrader_env():
     return env
 
 
-def alembic_head_in_process():
-    """Let nbgrader read its migrations' head revision in this process.
-
-    nbgrader 0.9.6 stamps every new gradebook with that revision, which
-    ``nbgrader.api.get_alembic_version`` gets by running ``alembic heads`` as a
-    subprocess: a fresh Python that imports nbgrader again, about 3 s for each
-    new gradebook (every throw-away course, every ``make release``). alembic's
-    own ScriptDirectory reads the same revision from the same migration scripts
-    in a fraction of a second; tests/test_make_grade_matches_stock_nbgrader.py
-    checks that both give the same."""
-    import nbgrader.api
-
-    nbgrader.api.get_alembic_version = alembic_head
-
-
-def alembic_head() -> str:
-    """The head revision of nbgrader's gradebook migrations (what ``alembic heads`` prints first)."""
-    from alembic.config import Config
-    from alembic.script import ScriptDirectory
-    from nbgrader.dbutil import _temp_alembic_ini
-
-    with _temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
-        heads = ScriptDirectory.from_config(Config(ini)).get_heads()
-    if len(heads) != 1:
-        raise RuntimeError(f"nbgrader's gradebook migrations have {len(heads)} heads, expected one: {heads}")
-    return heads[0]
-
-
-def metadata_schema_checked_once():
-    """Let nbgrader check its cell-metadata schema once per process, not once per cell.
-
-    nbgrader 0.9.6 validates each cell's ``nbgrader`` metadata with
-    ``jsonschema.validate(metadata, schema)``, which first checks the schema
-    itself against the JSON Schema meta-schema: 1.5 ms a cell, about 45 cells
-    a notebook, several times for every submission graded. This gives the same
-    verdict with the same error (the best match, as ``jsonschema.validate``
-    raises) from one validator per schema;
-    tests/test_make_grade_matches_stock_nbgrader.py compares the two."""
-    import jsonschema
-    from nbgrader.nbgraderformat import common
-
-    if getattr(common.BaseMetadataValidator.validate_cell, "checks_schema_once", False):
-        return
-    stock = common.BaseMetadataValidator.validate_cell
-    validators = {}
-
-    def validate(metadata, schema, version):
-        # Every validator of a schema version reads the same file; the comparison keeps that true.
-        if version not in validators or validators[version][0] != schema:
-            cls = jsonschema.validators.validator_for(schema)
-            cls.check_schema(schema)
-            validators[version] = (schema, cls(schema))
-        error = jsonschema.exceptions.best_match(validators[version][1].iter_errors(metadata))
-        if error is not None:
-            raise error
-
-    def validate_cell(self, cell):
-        if "nbgrader" not in cell.metadata:
-            return None
-        if cell.metadata["nbgrader"].get("schema_version", 0) != self.schema_version:
-            return stock(self, cell)  # (which raises: the schema is too old or too new)
-        return validate(cell.metadata["nbgrader"], self.schema, self.schema_version)
-
-    validate_cell.checks_schema_once = True
-    validate_cell.stock = stock
-    common.BaseMetadataValidator.validate_cell = validate_cell
-
-
-def unsynced_gradebooks(folder):
-    """SQLite databases under ``folder`` are written without waiting for the
-    disk (``PRAGMA synchronous=OFF``), in this process. Only for throw-away
-    gradebooks (a private copy in a grading worker, a temporary course): a crash
-    of the machine could lose their last writes, which are made again. nbgrader
-    commits every cell's grade on its own, and each commit waits for the disk
-    several times (3 to 20 ms each here)."""
-    from sqlalchemy import event
-    from sqlalchemy.engine import Engine
-
-    prefix = os.path.join(os.path.realpath(folder), "")
-
-    @event.listens_for(Engine, "connect")
-    def _no_fsync(dbapi_connection, record):
-        try:
-            files = [row[2] for row in dbapi_connection.execute("PRAGMA database_list").fetchall()]
-        except Exception:  # noqa: BLE001 - not SQLite: nothing to do
-            return
-        if files and files[0] and os.path.realpath(files[0]).startswith(prefix):
-            dbapi_connection.execute("PRAGMA synchronous=OFF")
-
-
 # `nbgrader ARGS` in a throw-away course (the current folder): the venv's Python imports the course's tools/,
 # installed by `make venv`.
-NBGRADER = ("import os, sys; sys.argv[0] = 'nbgrader'; from tools.assignments.nbgrader_course import alembic_head_in_process, "
-            "unsynced_gradebooks; alembic_head_in_process(); unsynced_gradebooks(os.getcwd()); "
+NBGRADER = ("import os, sys; sys.argv[0] = 'nbgrader'; "
+            "from tools.nbgrader_patches import alembic_head_in_process, unsynced_gradebooks; "
+            "alembic_head_in_process(); unsynced_gradebooks(os.getcwd()); "
             "from nbgrader.apps.nbgraderapp import main; sys.exit(main())")
 
 

@@ -196,7 +196,7 @@ def grade_in_private_course(layout: Layout, assignment: str, student: str, snaps
     # starts its own, importing what the course needs.
     warm.set_kernel_roots([private.parent], base=private.parent)
     if _UNSYNCED.get("folder") != private.parent:  # the private gradebooks of this run: copies, merged later
-        from ..assignments.nbgrader_course import unsynced_gradebooks
+        from ..nbgrader_patches import unsynced_gradebooks
 
         unsynced_gradebooks(private.parent)
         _UNSYNCED["folder"] = private.parent
@@ -325,6 +325,8 @@ def merge_results(layout: Layout, private: Path, assignment: str, student: str):
     old folders as they were."""
     from nbgrader.api import Gradebook
 
+    from ..nbgrader_patches import needs_manual_grade
+
     staged = []
     try:
         for kind in ("autograded", "feedback"):
@@ -350,7 +352,7 @@ def merge_results(layout: Layout, private: Path, assignment: str, student: str):
                     row = dst.find_grade(grade.name, notebook.name, assignment, student)
                     row.auto_score = grade.auto_score
                     # nbgrader's rule (SaveAutoGrades), with the manual score as it is now.
-                    row.needs_manual_grade = row.manual_score is not None or grade.auto_score is None
+                    row.needs_manual_grade = needs_manual_grade(row.manual_score, grade.auto_score)
                 for comment in notebook.comments:
                     row = dst.find_comment(comment.name, notebook.name, assignment, student)
                     row.auto_comment = comment.auto_comment
@@ -433,7 +435,7 @@ def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
     warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
     settings = CourseSettings.read(course)  # the course's settings, read once for the whole run
-    from ..assignments.nbgrader_course import metadata_schema_checked_once
+    from ..nbgrader_patches import metadata_schema_checked_once
 
     metadata_schema_checked_once()  # (the workers are forked from this process)
     # The template and every worker import what the course's assignments need (PyTorch if any uses it).
