@@ -18,7 +18,9 @@ import pytest
 
 from tests.conftest import submission_name
 from tests.conftest import require_sandbox
-from tools.assignments.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.nbgrader_course import Course
+from tools.assignments.wrong_implementations import read_wrong_implementation
 from tools.nbgrader_patches import alembic_head, metadata_schema_checked_once
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS, assignments, wrong_implementations
 
