@@ -706,7 +706,7 @@ def grade_with_pool(context, jobs, worker_run, layout, snapshot, staging, todo, 
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.grading", description=__doc__.splitlines()[0])
     parser.add_argument("assignments", nargs="*", help="assignments to grade (default: all with submissions)")
     parser.add_argument("--course", default=str(ROOT), help="the course folder (default: the repository)")
     parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: number of cores)")
