@@ -162,7 +162,7 @@ def copy_regular(source: Path, target: Path, *, max_bytes=COPY_BYTES, max_files=
 class WorkerRun:
     """What every grading worker of one run is handed when it starts
     (``start_worker``): the modules a template it starts itself imports, and
-    the run's verification (tools/verification/verify.py's ``Verification``) or None."""
+    the run's verification (tools/verification/run.py's ``Verification``) or None."""
 
     preload: tuple = ("torch",)
     verification: object = None
@@ -255,7 +255,7 @@ def grade_in_private_course(layout: Layout, assignment: str, student: str, snaps
     ran = None
     verification = _WORKER.verification
     if verification is not None and assignment in verification.prepared:
-        from ..verification.verify import run_checks_in_worker
+        from ..verification.sandbox_run import run_checks_in_worker
 
         started = time.monotonic()
         notebook = private / layout.submitted / student / assignment / verification.prepared[assignment].notebook
@@ -490,7 +490,7 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
     snapshot_gradebook(layout, snapshot)
     verification = None
     if os.environ.get("GRADING_VERIFY", "on") != "off":
-        from ..verification.verify import Verification
+        from ..verification.run import Verification
 
         # Each worker verifies the submission it has just graded (in a child
         # of the same template); what no worker verified is verified after
@@ -514,7 +514,7 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
     peak = 0
 
     from .. import lateness
-    from ..verification.verify import printable
+    from ..verification.report import printable
 
     def finished(assignment, student, private, result):
         nonlocal failures, peak
