@@ -62,7 +62,7 @@ $(STAMP): requirements.txt | $(BIN)/python
 	touch $@
 
 book: $(STAMP)
-	$(BIN)/python -m tools.book
+	$(BIN)/python -m tools.site.book
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -75,10 +75,10 @@ check: $(STAMP)
 	  tests/test_grades_cannot_be_faked.py tests/test_release_is_exactly_the_generated_one.py
 
 release: $(STAMP)
-	$(BIN)/python -m tools.release $(ASSIGNMENT)
+	$(BIN)/python -m tools.assignments.release $(ASSIGNMENT)
 
 grade: $(STAMP)
-	$(BIN)/python -m tools.grade --course "$(or $(COURSE),$(CURDIR))" $(if $(JOBS),--jobs $(JOBS)) $(ASSIGNMENT)
+	$(BIN)/python -m tools.grading --course "$(or $(COURSE),$(CURDIR))" $(if $(JOBS),--jobs $(JOBS)) $(ASSIGNMENT)
 
 hub: $(STAMP)
 	$(BIN)/python -m tools.hub $(if $(PORT),--port $(PORT)) $(if $(IP),--ip $(IP))
@@ -94,7 +94,7 @@ chapters: $(STAMP)
 
 screenshots: $(STAMP)
 	test -d _build/html || $(MAKE) book
-	$(BIN)/python -m tools.screenshots $(PAGES)
+	$(BIN)/python -m tools.site.screenshots $(PAGES)
 
 clean:
 	rm -rf _build .pytest_cache

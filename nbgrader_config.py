@@ -8,12 +8,12 @@ nbgrader command from this folder with the project's .venv/bin first on PATH
 Beyond stock nbgrader, this file switches on the course's two protections
 (instructor/protections.md explains them):
 
-- every submission's kernel runs in a sandbox (tools/sandboxed_kernel.py,
-  tools/sandbox.py): no view of solutions/, the gradebook or other students'
+- every submission's kernel runs in a sandbox (tools/sandbox/kernel.py,
+  tools/sandbox/bubblewrap.py): no view of solutions/, the gradebook or other students'
   work, no network, limits on memory, CPU and time. It needs bubblewrap
   (`apt-get install bubblewrap`). GRADING_SANDBOX=off in the environment
   turns it off (student code then runs with your permissions);
-- the feedback students receive shows no hidden test (tools/feedback.py).
+- the feedback students receive shows no hidden test (tools/feedback/hide_hidden_tests.py).
 """
 
 import os
@@ -42,8 +42,8 @@ c.CourseDirectory.include = ["*.ipynb", "timestamp.txt", "submission_secret.txt"
 # `nbgrader collect` takes from the exchange only what `nbgrader submit` makes: a
 # real folder of regular files, owned by the student it is named after, with no
 # symbolic or hard link in it (a student can write into the exchange's inbound/,
-# and stock nbgrader follows links there: tools/guarded_collect.py).
-c.ExchangeFactory.collect = "tools.guarded_collect.GuardedCollect"
+# and stock nbgrader follows links there: tools/hub/guarded_collect.py).
+c.ExchangeFactory.collect = "tools.hub.guarded_collect.GuardedCollect"
 
 # The stub students see in place of each solution.
 # solutions/<assignment>/checks/ proves the grading (verification, wrong
@@ -79,7 +79,7 @@ c.ExportApp.plugin_class = "tools.lateness.LateCsvExport"
 # CPU time in all, may write only to its own folder, and sees no network.
 if os.environ.get("GRADING_SANDBOX", "on") != "off":
     c.Autograde.autograde_preprocessors = [
-        "tools.sandboxed_kernel.SandboxedExecute",  # in place of nbgrader's Execute
+        "tools.sandbox.kernel.SandboxedExecute",  # in place of nbgrader's Execute
         "nbgrader.preprocessors.IgnorePattern",
         "nbconvert.preprocessors.ClearMetadataPreprocessor",
         "nbgrader.preprocessors.LimitOutput",
@@ -94,36 +94,36 @@ c.SandboxedKernelManager.cpu_seconds = 120
 # in the formgrader, for you).
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
-    "tools.feedback.HideHiddenTests",
-    "tools.feedback_page.LateBy",
+    "tools.feedback.hide_hidden_tests.HideHiddenTests",
+    "tools.feedback.page.LateBy",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 # nbconvert's HTML exporter, compiling its templates once per process rather
-# than once per submission (the same HTML; tools/feedback.py).
-c.GenerateFeedback.exporter_class = "tools.feedback.FeedbackExporter"
+# than once per submission (the same HTML; tools/feedback/hide_hidden_tests.py).
+c.GenerateFeedback.exporter_class = "tools.feedback.hide_hidden_tests.FeedbackExporter"
 
 # The feedback page and the formgrader's notebook view: math typeset without a
 # network (MathJax inside the page), error messages that wrap, tests named in
 # the feedback's summary, lateness told, and a Content-Security-Policy that runs
-# only the page's own scripts, none of the student's notebook (tools/feedback_page.py).
+# only the page's own scripts, none of the student's notebook (tools/feedback/page.py).
 try:
-    from tools.feedback_page import TEMPLATES
+    from tools.feedback.page import TEMPLATES
 except ImportError:  # no tools/ found above
     pass
 else:
     c.HTMLExporter.template_file = "course_page.html.j2"
     c.HTMLExporter.extra_template_paths = [str(TEMPLATES)]
-    c.HTMLExporter.filters = {"course_mathjax": "tools.feedback_page.mathjax_scripts",
-                              "course_header": "tools.feedback_page.page_header",
-                              "course_body_scripts": "tools.feedback_page.page_body_scripts",
-                              "course_feedback_summary": "tools.feedback_page.feedback_summary"}
+    c.HTMLExporter.filters = {"course_mathjax": "tools.feedback.page.mathjax_scripts",
+                              "course_header": "tools.feedback.page.page_header",
+                              "course_body_scripts": "tools.feedback.page.page_body_scripts",
+                              "course_feedback_summary": "tools.feedback.page.feedback_summary"}
 
 # The formgrader's "Autograde" button would grade one submission without the rest
 # of `make grade` (verification, feedback, grades.csv): it answers with the
-# `make grade` command to run instead, and grades nothing (tools/formgrader_guard.py).
+# `make grade` command to run instead, and grades nothing (tools/hub/formgrader_guard.py).
 # `nbgrader autograde` on the command line is not affected.
 try:
-    from tools.formgrader_guard import guard_formgrader
+    from tools.hub.formgrader_guard import guard_formgrader
 except ImportError:  # no tools/ found above: this copy of the file has nothing to guard with
     pass
 else:

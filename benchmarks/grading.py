@@ -12,9 +12,9 @@ job: autograde, feedback, grades.csv and, for `make grade`, verification.
   `nbgrader autograde`, `nbgrader generate_feedback`, `nbgrader export`, with
   nbgrader's own Execute and feedback preprocessors (no sandbox);
 - make grade, as instructors run it (sandboxed, every grade verified outside
-  the notebook: tools/verify.py), with JOBS=1 and JOBS=N (default: the number
+  the notebook: tools/verification/verify.py), with JOBS=1 and JOBS=N (default: the number
   of cores): kernels and verifications forked from one warm template, which
-  every worker shares (tools/warm.py);
+  every worker shares (tools/sandbox/warm.py);
 - the same with GRADING_WARM=off: every kernel and every verification starts
   a fresh sandboxed Python (as before the templates; verification still runs
   in the worker, right after grading).
@@ -43,7 +43,9 @@ from pathlib import Path
 import nbformat
 
 from tools.course_settings import default_jobs
-from tools.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.nbgrader_course import Course
+from tools.assignments.wrong_implementations import read_wrong_implementation
 from tools.paths import EXERCISES, ROOT, SOLUTIONS, assignments, wrong_implementations
 
 

@@ -16,11 +16,13 @@ import time
 import nbformat
 import pytest
 
-from tools.book import build
-from tools.grade import GRADED_CLEAN, NEEDS_A_LOOK
-from tools.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code
+from tools.site.book import build
+from tools.grading.run import GRADED_CLEAN, NEEDS_A_LOOK
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.nbgrader_course import Course
+from tools.assignments.wrong_implementations import read_wrong_implementation
 from tools.paths import BIN, ROOT, SOLUTIONS, assignments, wrong_implementations
-from tools.sandbox import SandboxUnavailable, check_available
+from tools.sandbox.bubblewrap import SandboxUnavailable, check_available
 
 # Every nbgrader call needs the venv's `alembic` on PATH.
 os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -90,7 +92,7 @@ class GradedAssignment:
 
 class GradedCourse:
     """Every assignment's solution, untouched release and known-wrong
-    implementations, graded by one `make grade` run (tools/grade.py:
+    implementations, graded by one `make grade` run (tools/grading/run.py:
     nbgrader's autograde and feedback in parallel workers, in the sandbox,
     then every grade verified outside the notebook into integrity.csv).
     One run for all assignments: the workers' start-up is paid once, and
@@ -131,7 +133,7 @@ class GradedCourse:
         self.logs = {name: open(workdir.parent / f"{workdir.name}-{name}.txt", "w+") for name in ("stdout", "stderr")}
         self.started = time.monotonic()
         self.process = subprocess.Popen(
-            [str(BIN / "python"), "-m", "tools.grade", "--course", str(workdir)],
+            [str(BIN / "python"), "-m", "tools.grading", "--course", str(workdir)],
             cwd=ROOT, text=True, stdout=self.logs["stdout"], stderr=self.logs["stderr"],
             start_new_session=True,  # its workers and kernels are stopped with it (stop)
         )
@@ -189,7 +191,7 @@ class GradedCourse:
 def book():
     """The site, built into _build/html once per session as `make book` builds it,
     from the chapters' committed outputs: nbval re-executes every chapter in the
-    same session and fails if an output differs (tools/book.py)."""
+    same session and fails if an output differs (tools/site/book.py)."""
     result = build(capture=True, execute=False)
     assert result.returncode == 0, f"the book did not build:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
     return result
@@ -289,7 +291,7 @@ def _report(terminalreporter):
         return
     timing = REPORT_DIR / "timing.txt"
     if timing.is_file():
-        terminalreporter.section("the shared grading run (tools/grade.py's own account)")
+        terminalreporter.section("the shared grading run (tools/grading/run.py's own account)")
         if "took" in SHARED_RUN:
             terminalreporter.write_line(f"ran {SHARED_RUN['took']:.0f} s in the background; "
                                         f"the suite waited {SHARED_RUN['waited']:.0f} s for it")

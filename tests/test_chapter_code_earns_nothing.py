@@ -17,7 +17,7 @@ the format of a wrong implementation (CONTRIBUTING.md): the chapter's cells
 written as a student would paste them into the answer cells. Every graded cell
 whose check calls an answer of those cells must fail with the approach in place.
 
-The checks are the hidden tests (tools/hidden_tests.py writes them into the
+The checks are the hidden tests (tools/assignments/hidden_tests.py writes them into the
 test cells), run here as they run in the kernel (tools/verification/in_kernel.py),
 after the cell's visible tests (a cell whose visible part fails scores nothing;
 most stand-ins stop there, in a fraction of the check's time): a stand-in that
@@ -39,11 +39,11 @@ from functools import lru_cache
 import nbformat
 import pytest
 
-from tools.hidden_tests import SECTION
-from tools.nbgrader_course import read_wrong_implementation
+from tools.assignments.hidden_tests import SECTION
+from tools.assignments.wrong_implementations import read_wrong_implementation
 from tools.paths import CHAPTERS, ROOT, SOLUTIONS, assignments, checks_folder
 from tools.verification.in_kernel import run_check
-from tools.verify import load_spec
+from tools.verification.specs import load_spec
 
 # A check that uses more CPU time than this on a chapter's definition fails it (it would also run past the cell's
 # time limit in the kernel). CPU time, not the wall clock: these checks run at low priority beside the rest of the

@@ -18,7 +18,7 @@ import matplotlib
 import nbformat
 import pytest
 
-from tools.figure_sizes import legibility
+from tools.site.figure_sizes import legibility
 from tools.paths import CHAPTERS
 
 sys.path.insert(0, str(CHAPTERS))

@@ -18,7 +18,7 @@ import yaml
 from packaging.specifiers import SpecifierSet
 
 from tools.paths import BIN, ROOT
-from tools.site_browser import CHROMIUM_CANDIDATES
+from tools.site.browser import CHROMIUM_CANDIDATES
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 CI_RUN = ROOT / ".ci" / "run"
@@ -70,7 +70,7 @@ def test_ci_run_ends_with_make_test():
 def test_ci_run_looks_for_the_browsers_tools_site_does():
     text = CI_RUN.read_text()
     missing = [path for path in CHROMIUM_CANDIDATES if path not in text]
-    assert not missing, f".ci/run does not look for {missing} (tools/site_browser.py does)"
+    assert not missing, f".ci/run does not look for {missing} (tools/site/browser.py does)"
 
 
 def test_no_workflow_repeats_the_torch_pin():

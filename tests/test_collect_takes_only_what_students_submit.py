@@ -1,6 +1,6 @@
 """Promise: `nbgrader collect` takes from the exchange only what `nbgrader submit`
 makes: a real folder of regular files, each with one name, owned by the student the
-folder is named after (tools/guarded_collect.py, which nbgrader_config.py names as the
+folder is named after (tools/hub/guarded_collect.py, which nbgrader_config.py names as the
 exchange's collect). A symbolic link (to a file or as the folder itself), a hard link,
 a FIFO, a folder of someone else's or one of too many entries is left out with a
 warning that says why, and the student's newest folder that passes is collected
@@ -24,8 +24,8 @@ from nbgrader.auth import Authenticator
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
-from tools.guarded_collect import MAX_ENTRIES, GuardedCollect
-from tools.nbgrader_course import alembic_head_in_process
+from tools.hub.guarded_collect import MAX_ENTRIES, GuardedCollect
+from tools.nbgrader_patches import alembic_head_in_process
 
 alembic_head_in_process()  # each test's new gradebook without an `alembic` subprocess
 

@@ -1,4 +1,4 @@
-"""Promise: a warm template (tools/warm.py) gives each submission a pristine,
+"""Promise: a warm template (tools/sandbox/warm.py) gives each submission a pristine,
 private Python, whatever the submission before it did.
 
 `make grade` forks every kernel and every verification from one warm
@@ -35,7 +35,8 @@ import pytest
 
 from tests.conftest import require_sandbox
 from tests.test_submissions_cannot_harm_grading import ANSWER, ASSIGNMENT, processes_with, report
-from tools.nbgrader_course import Course, fill_release, solution_code
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.nbgrader_course import Course
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS
 
 TOKEN = f"warm-{uuid.uuid4().hex[:12]}"
@@ -193,7 +194,7 @@ def grade(root, cells, jobs):
     for student, code in cells.items():
         course.submit(student, ASSIGNMENT, fill_release(release, {**answers, "score_gaps": code}))
     proc = subprocess.run(
-        [str(BIN / "python"), "-m", "tools.grade", "--course", str(root), "--jobs", str(jobs)],
+        [str(BIN / "python"), "-m", "tools.grading", "--course", str(root), "--jobs", str(jobs)],
         cwd=ROOT, text=True, capture_output=True, timeout=900,
     )
     survivors = processes_with(TOKEN)
@@ -236,7 +237,7 @@ def test_the_warm_template_graded_them(sequential):
     """These kernels were forked from the warm template, not started anew as
     `python -m ipykernel_launcher -f ...`: a child of the template blanks the
     command line it shares with the template, so it shows the interpreter and
-    no argument (tools/warm_template.py, blank_command_line)."""
+    no argument (tools/sandbox/warm_template.py, blank_command_line)."""
     path = sequential["course"].root / "autograded" / "w5-after" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     outputs = [o.get("text", "") for c in nbformat.read(str(path), as_version=4).cells for o in c.get("outputs", [])]
     assert "forked: True\n" in outputs, report(sequential["proc"])

@@ -2,7 +2,7 @@
 
 Stock nbgrader puts the hidden tests' code into the feedback HTML (nbgrader
 issue 917): in the test cells and again in the tracebacks. With the course's
-nbgrader_config.py (tools/feedback.py), the feedback of every test cell shows
+nbgrader_config.py (tools/feedback/hide_hidden_tests.py), the feedback of every test cell shows
 whether it passed, its points and the failure message — and no line of hidden
 test code, and no solution code the student did not write.
 
@@ -22,8 +22,9 @@ import pytest
 from bs4 import BeautifulSoup
 
 from tests.conftest import graded_assignments, require_sandbox, submission_name
-from tools.sandbox import SandboxUnavailable, check_available
-from tools.nbgrader_course import fill_release, protected_regions, solution_code
+from tools.sandbox.bubblewrap import SandboxUnavailable, check_available
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.leak_checks import protected_regions
 from tools.paths import EXERCISES, SOLUTIONS, wrong_implementations
 
 ASSIGNMENTS = graded_assignments()

@@ -1,7 +1,7 @@
 """Promise: lateness is shown where an instructor and a student look, and the
 feedback names its tests and typesets math offline (tools/lateness.py,
-tools/feedback_page.py); the hub's clean-up archives the term before it
-removes it (tools/hub.py, back_up).
+tools/feedback/page.py); the hub's clean-up archives the term before it
+removes it (tools/hub/local.py, back_up).
 
 Fast checks of the pieces, without grading: the walk through a real hub, in a
 browser, is tests/test_hub_term_as_the_guide_tells_it.py's.
@@ -14,9 +14,9 @@ from datetime import datetime, timedelta
 import nbformat
 import pytest
 
-from tools import hub as hubtools
-from tools import feedback_page
-from tools.feedback_page import feedback_summary, mathjax_scripts
+from tools.hub import local as hubtools
+from tools.feedback import page as feedback_page
+from tools.feedback.page import feedback_summary, mathjax_scripts
 from tools.lateness import COLUMNS, LateCsvExport, duration, summary
 from tools.paths import SOLUTIONS, assignments
 
@@ -64,12 +64,12 @@ def test_mathjax_is_written_into_the_page():
 
 
 def test_remembered_highlighting_is_nbconverts(monkeypatch):
-    """The feedback's code highlighting (tools/feedback.py, RememberedHighlight) gives nbconvert's HTML for every
+    """The feedback's code highlighting (tools/feedback/hide_hidden_tests.py, RememberedHighlight) gives nbconvert's HTML for every
     cell of every solution, the first time and when it answers from memory; a source past its bound is highlighted
     afresh every time, and what it keeps stays within its total."""
     from nbconvert.filters.highlight import Highlight2HTML
 
-    from tools import feedback
+    from tools.feedback import hide_hidden_tests as feedback
 
     monkeypatch.setattr(feedback, "_HIGHLIGHTED", {})
     monkeypatch.setattr(feedback, "_HIGHLIGHTED_CHARS", [0])

@@ -2,7 +2,7 @@
 
 A failed test says which function failed, on what kind of input, how far off
 and the likely cause — never the expected numbers. The feedback students get
-back (`nbgrader generate_feedback`, through tools/feedback.py) of every known-wrong
+back (`nbgrader generate_feedback`, through tools/feedback/hide_hidden_tests.py) of every known-wrong
 implementation of every assignment is read as the student reads it:
 
 - no failure message carries a dump of expected values: NumPy's

@@ -5,7 +5,7 @@ The button asks the formgrader for nbgrader's own autograde
 (NbGraderAPI.autograde). That would run the submission without the rest of
 `make grade`'s pipeline (verification, feedback, grades.csv), and leave
 integrity.csv and the feedback silently stale. The course's nbgrader_config.py
-replaces it with a message (tools/formgrader_guard.py).
+replaces it with a message (tools/hub/formgrader_guard.py).
 
 The test builds the formgrader's API object the way its request handlers do
 (nbgrader's BaseHandler.api), in a course folder with the course's
@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 
-from tools.nbgrader_course import Course, generate_in_process
+from tools.assignments.nbgrader_course import Course, generate_in_process
 
 ASSIGNMENT = "ex01_by_hand"
 STUDENT = "ada"

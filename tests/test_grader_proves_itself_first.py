@@ -3,7 +3,7 @@
 Before it grades a student, `make grade` grades the instructor's solution of
 every assignment it grades as a submission of its own, through the same
 sandbox, warm template, nbgrader Autograde and verification
-(tools/self_check.py). Where it loses a point, nobody is graded: nothing is
+(tools/grading/self_check.py). Where it loses a point, nobody is graded: nothing is
 written to the gradebook, the run names the assignment, the cell and the error,
 and it exits with status 3. Shown here with a grading environment whose
 `tools` (which the hidden tests import) the sandbox cannot see: the grader's
@@ -26,7 +26,8 @@ import subprocess
 import pytest
 
 from tests.conftest import require_sandbox
-from tools.nbgrader_course import Course, fill_release, solution_code
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.nbgrader_course import Course
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS
 
 ASSIGNMENT = "ex01_by_hand"  # the cheapest to grade: NumPy only
@@ -50,7 +51,7 @@ sys.modules["tools.verification.in_kernel"] = None
 
 
 def grade(root, *assignments, env=None, cwd=ROOT):
-    proc = subprocess.run([str(BIN / "python"), "-m", "tools.grade", "--course", str(root), "--jobs", "2",
+    proc = subprocess.run([str(BIN / "python"), "-m", "tools.grading", "--course", str(root), "--jobs", "2",
                            *assignments], cwd=cwd, env=env, text=True, capture_output=True, timeout=900)
     return proc
 
@@ -158,7 +159,7 @@ def test_make_grade_exits_non_zero_when_anything_needs_a_look(judged):
     ("AssertionError: No module named 'tools'", False),  # a failed check that merely says so
 ])
 def test_only_the_graders_own_failures_are_the_graders(head, graders):
-    from tools.self_check import grader_failure
+    from tools.grading.self_check import grader_failure
 
     found = grader_failure({"test_a": head, "solution_b": "ModuleNotFoundError: No module named 'tools'"},
                            ["test_a"], {"tools", "course_helpers"}, {"sentence.txt"})
@@ -172,7 +173,7 @@ def test_only_the_reference_itself_alone_in_its_folder_stands_in_for_it(tmp_path
     import nbformat
 
     from tools.course_settings import CourseSettings
-    from tools.self_check import same_as_reference, write_references
+    from tools.grading.self_check import same_as_reference, write_references
 
     reference = write_references(CourseSettings.read(ROOT).layout, [ASSIGNMENT], tmp_path / "references")[ASSIGNMENT]
     notebook = fill_release(RELEASE, ANSWERS)

@@ -4,7 +4,7 @@ nbgrader runs the hidden tests in the student's own Python process, so a
 submission can defeat them: replace ``numpy.testing.assert_allclose`` or
 ``torch.testing.assert_close``, swallow exceptions, return objects that lie
 when compared or converted, or memorise the answers. `make grade` therefore
-verifies every submission outside its kernel (tools/verify.py): the student's
+verifies every submission outside its kernel (tools/verification/verify.py): the student's
 solution cells run in a fresh sandboxed process, on inputs drawn afresh for
 each run, and only plain numbers come back to be compared with the grader's
 own references.
@@ -33,11 +33,17 @@ import numpy as np
 import pytest
 
 from tests.conftest import graded_assignments, require_sandbox
-from tools.nbgrader_course import Course, fill_release, hidden_lines, read_wrong_implementation, solution_code
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.leak_checks import hidden_lines
+from tools.assignments.nbgrader_course import Course
+from tools.assignments.wrong_implementations import read_wrong_implementation
 from tools.paths import EXERCISES, SOLUTIONS, attacks, verification_spec, wrong_implementations
 from tools.verification.probes import BadResult, ResultsFolder
-from tools.sandbox import SandboxUnavailable, check_available
-from tools.verify import CSV_COLUMNS, load_spec, prepare, program, source_steps, student_cells, verify
+from tools.sandbox.bubblewrap import SandboxUnavailable, check_available
+from tools.verification.notebooks import source_steps, student_cells
+from tools.verification.report import CSV_COLUMNS
+from tools.verification.run import verify
+from tools.verification.specs import load_spec, prepare, program
 
 ATTACKS = [(a, path) for a in graded_assignments() for path in attacks(a)]
 HONEST_KINDS = ("correct", "partly-wrong", "blank", "crashing", "own-cells")
@@ -62,7 +68,7 @@ def attacked_cells(assignment, solution_ids):
 
 
 def test_a_check_judges_in_the_kernel_as_outside_it():
-    """The hidden tests are the checks (tools/hidden_tests.py): run in a
+    """The hidden tests are the checks (tools/assignments/hidden_tests.py): run in a
     kernel's namespace by tools/verification/in_kernel.py, a check passes an
     honest answer and fails a wrong one with the judge's message, as an
     AssertionError that nbgrader scores and the feedback shows."""
@@ -225,7 +231,7 @@ def attack_name(path):
 def grade_course(root, verify_too=True):
     """A course of every assignment's honest submissions graded by make grade's
     entry point; returns what it printed, the scores and integrity.csv's rows."""
-    from tools.grade import grade
+    from tools.grading.run import grade
 
     course = Course(root, graded_assignments())
     for assignment in graded_assignments():

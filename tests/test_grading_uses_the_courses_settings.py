@@ -17,8 +17,10 @@ import pytest
 
 from tests.conftest import require_sandbox
 from tools.course_settings import CourseSettings, VerificationLimits
-from tools.grade import NEEDS_A_LOOK
-from tools.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code
+from tools.grading.run import NEEDS_A_LOOK
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.nbgrader_course import Course
+from tools.assignments.wrong_implementations import read_wrong_implementation
 from tools.paths import BIN, ROOT, SOLUTIONS, checks_folder
 
 ASSIGNMENT = "ex07_efficient_attention"
@@ -38,7 +40,8 @@ def course_with_memory(root, memory_bytes):
 def longest_input_rows(settings):
     """The number of tokens of the longest sequence ex07's memory check sends."""
     from tools.verification.probes import Plan
-    from tools.verify import load_spec, source_steps
+    from tools.verification.notebooks import source_steps
+    from tools.verification.specs import load_spec
 
     steps, _, _ = source_steps(settings.layout.source_notebook(ASSIGNMENT))
     plan = Plan(ASSIGNMENT, 1, [s.code for s in steps if s.kind == "trusted"], settings.verification)
@@ -78,7 +81,7 @@ def test_make_grade_sizes_the_check_for_a_course_elsewhere(tmp_path):
     course.submit("honest", ASSIGNMENT, fill_release(release, answers))
     attack = read_wrong_implementation(ATTACK)[1]
     course.submit("hides-its-matrix", ASSIGNMENT, fill_release(release, {**answers, **attack}))
-    proc = subprocess.run([str(BIN / "python"), "-m", "tools.grade", "--course", str(root)],
+    proc = subprocess.run([str(BIN / "python"), "-m", "tools.grading", "--course", str(root)],
                           cwd=tmp_path, text=True, capture_output=True, timeout=900)
     # The attack is flagged: make grade says so on its last line and with its exit status.
     assert proc.returncode == NEEDS_A_LOOK, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"

@@ -1,7 +1,7 @@
 """Promise: on the course's JupyterHub (`make hub`, instructor/hub.md), a term goes
 as the instructor guide tells it, in a real browser, along the guide's own path.
 
-One hub is started for this module, from scratch (tools/hub.py), and driven in
+One hub is started for this module, from scratch (tools/hub/local.py), and driven in
 headless Chromium (Playwright, the system's browser as in test_site_works_offline_in_a_browser.py) that
 reaches nothing but the hub: every request to another host is refused, as on a
 hub behind a firewall.
@@ -83,10 +83,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools import hub as hubtools
-from tools.nbgrader_course import fill_release, protected_regions, read_wrong_implementation, solution_code
+from tools.hub import local as hubtools
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.leak_checks import protected_regions
+from tools.assignments.wrong_implementations import read_wrong_implementation
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS, checks_folder
-from tools.site_browser import CHROMIUM, HOW_TO_GET_CHROMIUM, launch, offline_context
+from tools.site.browser import CHROMIUM, HOW_TO_GET_CHROMIUM, launch, offline_context
 
 pytestmark = pytest.mark.hub
 

@@ -10,11 +10,11 @@ import re
 import nbformat
 import pytest
 
-from tools.nbgrader_course import hidden_lines
-from tools import hidden_tests
+from tools.assignments.leak_checks import hidden_lines
+from tools.assignments import hidden_tests
 from tools.paths import EXERCISES, SOLUTIONS, assignments, verification_spec
-from tools import notebook_checks
-from tools.release import generate_releases
+from tools.assignments import helper_cells as notebook_checks
+from tools.assignments.release import generate_releases
 
 ASSIGNMENTS = assignments()
 MARKERS = re.compile(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN TESTS")
@@ -134,7 +134,7 @@ def test_test_and_helper_cells_are_folded_on_the_site(assignment):
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_hidden_tests_are_the_checks_written_once(assignment):
     """Each graded test cell's hidden tests are generated from its check in
-    checks/verification.py (tools/hidden_tests.py), word for word: nbgrader and
+    checks/verification.py (tools/assignments/hidden_tests.py), word for word: nbgrader and
     verification ask the same questions, and a check is edited in one place."""
     spec = verification_spec(assignment)
     notebook = nbformat.read(SOLUTIONS / assignment / f"{assignment}.ipynb", as_version=4)

@@ -36,7 +36,7 @@ the end of the run. The local server compresses text as a static host does, so
 "transferred" is what a reader downloads; the report also gives the size
 unpacked.
 
-Needs Chromium or Google Chrome (tools/site_browser.py: CHROMIUM). Without it the browser tests skip,
+Needs Chromium or Google Chrome (tools/site/browser.py: CHROMIUM). Without it the browser tests skip,
 saying how to install it; with CI=true they fail instead.
 """
 
@@ -53,9 +53,9 @@ from urllib.request import urlopen
 import pytest
 import yaml
 
-from tools.figure_sizes import legibility
+from tools.site.figure_sizes import legibility
 from tools.paths import EXERCISES, ROOT
-from tools.site_browser import CHROMIUM, HOW_TO_GET_CHROMIUM, launch, offline_context, serve, toc_pages
+from tools.site.browser import CHROMIUM, HOW_TO_GET_CHROMIUM, launch, offline_context, serve, toc_pages
 
 sys.path.insert(0, str(ROOT / "chapters"))
 from course import MIN_CONTRAST, SMALL_PRINT_PX  # noqa: E402  (the figures' promises, stated once)
@@ -83,7 +83,7 @@ MEASURE = """async () => {
 }"""
 
 # Every figure, brought to the screen one after the other (figures load lazily, as a reader scrolls:
-# tools/lazy_images.py) and given up to 10 s to load; then back to the top.
+# tools/site/lazy_images.py) and given up to 10 s to load; then back to the top.
 FIGURES = """async () => {
   const figures = [];
   for (const img of document.querySelectorAll("article img")) {

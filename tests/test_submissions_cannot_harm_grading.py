@@ -4,7 +4,7 @@ Student code runs during autograde. On stock nbgrader it runs with the
 instructor's permissions: a notebook can read the solutions, overwrite the
 gradebook (every grade of the class lost), allocate all the memory, leave
 processes behind or use the network. `make grade` runs each kernel in a
-bubblewrap sandbox (tools/sandbox.py, tools/sandboxed_kernel.py).
+bubblewrap sandbox (tools/sandbox/bubblewrap.py, tools/sandbox/kernel.py).
 
 One `make grade` run over a small temporary course grades one submission per
 attack next to two honest ones, and each test checks one attack (without the
@@ -47,10 +47,11 @@ import nbformat
 import pytest
 
 from tests.conftest import require_sandbox
-from tools.nbgrader_course import Course, fill_release, solution_code
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.nbgrader_course import Course
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS
-from tools import sandbox
-from tools.sandbox import PROCESS_LIMIT, let_sandbox_write, sandboxed_command
+from tools.sandbox import bubblewrap as sandbox
+from tools.sandbox.bubblewrap import PROCESS_LIMIT, let_sandbox_write, sandboxed_command
 
 ASSIGNMENT = "ex01_by_hand"
 EARLIER_POINTS = 6  # the two tests before test_score_gaps
@@ -413,7 +414,7 @@ def grade_course(root: Path, attacked_cells: dict, honest=HONEST, env=None, plan
         planted(course)
     course.submitted_before = {path: path.read_bytes() for path in (root / "submitted").rglob("*") if path.is_file()}
     proc = subprocess.run(
-        [str(BIN / "python"), "-m", "tools.grade", "--course", str(root), "--jobs", "2"],
+        [str(BIN / "python"), "-m", "tools.grading", "--course", str(root), "--jobs", "2"],
         cwd=ROOT, text=True, capture_output=True, timeout=600, env=env,
     )
     try:
@@ -757,7 +758,8 @@ def test_integrity_csv_and_the_report_take_any_text(tmp_path):
     surrogate-in-verification): one reason cannot cost the class its integrity.csv."""
     import io
 
-    from tools.verify import CellVerdict, Verdict, report, write_csv
+    from tools.verification.judging import CellVerdict, Verdict
+    from tools.verification.report import report, write_csv
 
     verdict = Verdict(ASSIGNMENT, "student-\udcff", 10.0, cells=[
         CellVerdict("test_score_gaps", 4.0, 0.0, 4.0, "ValueError: \udcff\ud800")])
@@ -851,7 +853,7 @@ def test_attacks_on_counts_and_sizes_cost_bounded_time_and_memory(graded, capsys
 
 def hidden_lines():
     """The hidden tests' lines that a student does not see, of some length."""
-    from tools.feedback import split_hidden
+    from tools.feedback.hide_hidden_tests import split_hidden
 
     source = nbformat.read(SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
     hidden, public = set(), set()
@@ -919,7 +921,7 @@ def run_sandboxed(code, workdir, **limits):
 @pytest.fixture(params=["system", "wheel"])
 def bwrap(request, monkeypatch):
     """Each building-block test runs with the system's bwrap and with the
-    pinned wheel's (tools/sandbox.py uses the wheel's where the system has none)."""
+    pinned wheel's (tools/sandbox/bubblewrap.py uses the wheel's where the system has none)."""
     require_sandbox("the sandbox tests")
     found = shutil.which("bwrap") if request.param == "system" else sandbox.wheel_bwrap()
     if found is None:
@@ -930,7 +932,7 @@ def bwrap(request, monkeypatch):
 
 def test_a_changed_bubblewrap_wheel_is_refused(tmp_path):
     """The wheel's files are checked against the hashes pinned in
-    tools/sandbox.py: one changed byte, and the wheel's bwrap is not used."""
+    tools/sandbox/bubblewrap.py: one changed byte, and the wheel's bwrap is not used."""
     site = tmp_path / "site"
     found = sandbox.wheel_bwrap()
     if found is None:
@@ -983,7 +985,7 @@ def test_copying_a_submission_follows_no_link_and_opens_no_pipe(tmp_path):
     """What grading copies of a submission (its submitted folder, its graded
     folders): folders and regular files only, nothing else opened, and no more
     than a submission may hold."""
-    from tools.grade import CopyRefused, copy_regular
+    from tools.grading.run import CopyRefused, copy_regular
 
     source, secret = tmp_path / "submission", tmp_path / "secret.txt"
     (source / "sub").mkdir(parents=True)
@@ -1017,7 +1019,7 @@ def test_json_values_are_bounded_from_the_bytes_in_linear_time():
     would take hours on 2 MiB of escaped quotes: a kernel's message may hold that)."""
     import json
 
-    from tools.submission_limits import json_values_at_most
+    from tools.sandbox.limits import json_values_at_most
 
     def values(doc):
         if isinstance(doc, dict):
@@ -1043,7 +1045,7 @@ def test_removing_what_a_kernel_left_changes_modes_through_handles_and_lists_eac
     everything goes, the host file keeps its mode, no mode is changed by name (a name can become a link
     between a check and a chmod: only through a handle on the folder checked), and each folder is
     listed a bounded number of times, not once per file (100,000 files cost the main process 122 s)."""
-    from tools.sandbox import remove_tree
+    from tools.sandbox.bubblewrap import remove_tree
 
     secret = tmp_path / "secret.txt"
     secret.write_text(HOST_SECRET)
@@ -1084,7 +1086,7 @@ def test_a_submission_that_blocks_its_worker_is_given_up(tmp_path, monkeypatch):
     at the submission's deadline, as a failure of that submission alone."""
     import time
 
-    from tools import grade
+    from tools.grading import run as grade
 
     os.mkfifo(tmp_path / "pipe")
     monkeypatch.setattr(grade, "grade_in_private_course", lambda *args: open(tmp_path / "pipe").read())

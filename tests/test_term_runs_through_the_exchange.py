@@ -68,7 +68,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools.nbgrader_course import Course, fill_release, solution_code
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.nbgrader_course import Course
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS
 
 ASSIGNMENT = "ex01_by_hand"
@@ -332,7 +333,7 @@ def _run_term(term):
         system_config_from_guide().replace("/srv/nbgrader/exchange", str(term.exchange)))
 
     # Everyone must be able to read the course's environment (see the docstring).
-    needed = [os.path.realpath(BIN / "python"), ROOT / "Makefile", ROOT / "tools" / "grade.py",
+    needed = [os.path.realpath(BIN / "python"), ROOT / "Makefile", ROOT / "tools" / "grading" / "run.py",
               Path(nbformat.__file__).parent.parent / "nbgrader" / "__init__.py"]
     check = 'for f; do test -r "$f" || echo "$f"; done'
     unreadable = term.run(ALAN, ["sh", "-c", check, "sh", *map(str, needed)])

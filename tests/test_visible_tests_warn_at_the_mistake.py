@@ -24,7 +24,7 @@ import nbformat
 import pytest
 
 from tests.conftest import graded_assignments, submission_name
-from tools.hidden_tests import without_generated
+from tools.assignments.hidden_tests import without_generated
 from tools.paths import SOLUTIONS, assignments, wrong_implementations
 from tools.verification import probes
 
@@ -202,7 +202,7 @@ def defined_names(code):
 
 def used_names(code):
     """The names a test cell's code reads, and those its generated hidden tests
-    (tools/hidden_tests.py) reach through probes: p.call("softmax", ...),
+    (tools/assignments/hidden_tests.py) reach through probes: p.call("softmax", ...),
     p.module("SelfAttention", ...), p.get, p.grad, Nested("split_heads", ...)."""
     names = {n.id for n in ast.walk(ast.parse(without_generated(code)))
              if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}

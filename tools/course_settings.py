@@ -1,11 +1,11 @@
 """A course folder as grading sees it: where it keeps things, and its limits.
 
 ``CourseSettings.read(folder)`` reads the folder's ``nbgrader_config.py`` once;
-``make grade`` (tools/grade.py) and verification (tools/verify.py) receive the
+``make grade`` (tools/grading/run.py) and verification (tools/verification/verify.py) receive the
 object and pass it down, so every part of one run works with the same numbers,
 those of the course being graded (not of the repository). A setting the file
 leaves out takes the default below, which the kernel's classes
-(tools/sandboxed_kernel.py) use too: each default is written once.
+(tools/sandbox/kernel.py) use too: each default is written once.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 CONFIG_FILE = "nbgrader_config.py"
 
 # The defaults of what nbgrader_config.py may set; the classes that use them in
-# the notebook's kernel (tools/sandboxed_kernel.py) take them from here.
+# the notebook's kernel (tools/sandbox/kernel.py) take them from here.
 KERNEL_MEMORY_BYTES = 2 * 1024**3  # c.SandboxedKernelManager.memory_bytes: address space per process
 KERNEL_CPU_SECONDS = 120  # c.SandboxedKernelManager.cpu_seconds
 NOTEBOOK_SECONDS = 300  # c.SandboxedExecute.notebook_timeout: wall clock for a whole notebook
@@ -90,7 +90,7 @@ class Layout:
 
 @dataclass(frozen=True)
 class VerificationLimits:
-    """Limits of one submission's verification process (tools/verify.py).
+    """Limits of one submission's verification process (tools/verification/verify.py).
     Time is twice what the course gives the notebook (a cell, the whole
     notebook, CPU seconds), so that no honest answer that passed in the
     notebook runs out of time here; memory is the notebook's own, so a check
@@ -163,5 +163,5 @@ class CourseSettings:
     def submission_seconds(self) -> float:
         """How long one submission may take in a grading worker: its
         notebook's time, its verification's and a margin for nbgrader's own
-        work (tools/grade.py gives up on it after that)."""
+        work (tools/grading/run.py gives up on it after that)."""
         return self.notebook_seconds + self.verification.run_seconds + 120.0

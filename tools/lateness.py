@@ -8,7 +8,7 @@ that it is late at all: only a line of its log says so. The course shows it:
 
 - ``make grade`` ends each late submission's line (whose score is the one
   before the penalty, nbgrader's raw score) with how late it is, the penalty
-  and the score after it (:func:`summary`, called by tools/grade.py);
+  and the score after it (:func:`summary`, called by tools/grading/run.py);
 - ``grades.csv`` gets a last column, ``seconds_late`` (0 for a submission
   on time or an assignment without a due date), from :class:`LateCsvExport`,
   which nbgrader_config.py makes the plugin of ``nbgrader export`` too, so

@@ -1,7 +1,7 @@
 """The verification harness: runs inside the sandbox, next to one submission's code.
 
-``python harness.py PROGRAM INPUTS RESULTS`` (started by tools/verify.py only,
-wrapped by tools.sandbox.sandboxed_command). PROGRAM is a JSON file of steps
+``python harness.py PROGRAM INPUTS RESULTS`` (started by tools/verification/sandbox_run.py only,
+wrapped by tools.sandbox.bubblewrap.sandboxed_command). PROGRAM is a JSON file of steps
 in the order of the assignment's notebook:
 
 - ``trusted``: a locked set-up cell, taken from the course's source notebook;

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..submission_limits import read_bounded
+from ..sandbox.limits import read_bounded
 
 # Limits on what a sandboxed process may hand back.
 MAX_JSON_BYTES = 4 * 1024**2

@@ -1,8 +1,8 @@
 """The checks of ex01_by_hand (NumPy), one per graded test cell: written once.
 
 `make release` writes each test cell's hidden tests from its check
-(tools/hidden_tests.py): nbgrader runs them in the kernel on fixed inputs,
-and verification (tools/verify.py) runs them outside it on inputs drawn
+(tools/assignments/hidden_tests.py): nbgrader runs them in the kernel on fixed inputs,
+and verification (tools/verification/verify.py) runs them outside it on inputs drawn
 afresh for every grading run. Each check also asks what its cell's visible
 tests ask, on the public example. A failed check's message is what the
 student reads in the feedback: which answer, on what input, how far off and

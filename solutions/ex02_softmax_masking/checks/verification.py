@@ -1,8 +1,8 @@
 """The checks of ex02_softmax_masking (PyTorch), one per graded test cell: written once.
 
 `make release` writes each test cell's hidden tests from its check
-(tools/hidden_tests.py): nbgrader runs them in the kernel on fixed inputs,
-and verification (tools/verify.py) runs them outside it on inputs drawn
+(tools/assignments/hidden_tests.py): nbgrader runs them in the kernel on fixed inputs,
+and verification (tools/verification/verify.py) runs them outside it on inputs drawn
 afresh for every grading run. Each check asks what its cell's visible tests
 ask, on the public examples, and then what they cannot: other shapes, dims
 and dtypes, extreme scores, long packed rows, prefixes and windows at their

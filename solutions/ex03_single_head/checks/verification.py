@@ -1,8 +1,8 @@
 """The checks of ex03_single_head (PyTorch), one per graded test cell: written once.
 
 `make release` writes each test cell's hidden tests from its check
-(tools/hidden_tests.py): nbgrader runs them in the kernel on fixed inputs,
-and verification (tools/verify.py) runs them outside it on inputs drawn
+(tools/assignments/hidden_tests.py): nbgrader runs them in the kernel on fixed inputs,
+and verification (tools/verification/verify.py) runs them outside it on inputs drawn
 afresh for every grading run. ``CrossAttention`` is instantiated where the
 student's code runs, which reports its structure (layers, parameter names)
 as built-in types; the check then copies its own weights into the named

@@ -1,8 +1,8 @@
 """The checks of ex04_multi_head (PyTorch), one per graded test cell: written once.
 
 `make release` writes each test cell's hidden tests from its check
-(tools/hidden_tests.py): nbgrader runs them in the kernel on fixed inputs,
-and verification (tools/verify.py) runs them outside it on inputs drawn
+(tools/assignments/hidden_tests.py): nbgrader runs them in the kernel on fixed inputs,
+and verification (tools/verification/verify.py) runs them outside it on inputs drawn
 afresh for every grading run. ``MultiheadCrossAttention`` is instantiated
 where the student's code runs, which reports its parameters' names and
 shapes as built-in types; the check compares them with a real

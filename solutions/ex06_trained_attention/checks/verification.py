@@ -1,8 +1,8 @@
 """The checks of ex06_trained_attention (PyTorch), one per graded test cell: written once.
 
 `make release` writes each test cell's hidden tests from its check
-(tools/hidden_tests.py): nbgrader runs them in the kernel on fixed inputs,
-and verification (tools/verify.py) runs them outside it on inputs drawn
+(tools/assignments/hidden_tests.py): nbgrader runs them in the kernel on fixed inputs,
+and verification (tools/verification/verify.py) runs them outside it on inputs drawn
 afresh for every grading run. A failed check's message is what the student
 reads in the feedback: which function, on what input, how far off and the
 likely cause, never the expected numbers.
