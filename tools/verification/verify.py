@@ -1,6 +1,7 @@
 """Verify every graded submission outside its notebook's kernel.
 
-Usage: ``python -m tools.verification.verify [ASSIGNMENT ...] [--course FOLDER] [--jobs N] [--seed S]``.
+Usage: ``python -m tools.verification.verify [ASSIGNMENT ...] [--student ID ...] [--course FOLDER] [--jobs N]
+[--seed S]`` (with the seed of a row of integrity.csv, it repeats that row's verification: instructor/integrity.md).
 ``make grade`` (``tools.grading.run``) verifies each submission right after grading
 it, in the grading worker (``Verification``, ``run_checks_in_worker``); run
 this alone to verify again what the gradebook holds. CONTRIBUTING.md, "How
@@ -32,7 +33,6 @@ import ast
 import csv
 import importlib.util
 import json
-import os
 import re
 import secrets
 import subprocess
@@ -52,7 +52,8 @@ from ..sandbox.limits import check_notebook, tidy_results
 HARNESS = Path(__file__).resolve().parent / "harness.py"
 SPEC_PACKAGE = "course_checks"  # the name under which each assignment's verification.py is loaded
 CSV_NAME = "integrity.csv"
-CSV_COLUMNS = ["assignment", "student_id", "nbgrader_score", "verified_score", "max_score", "flagged", "reason"]
+CSV_COLUMNS = ["assignment", "student_id", "nbgrader_score", "verified_score", "max_score", "flagged", "reason",
+               "seed", "run"]
 
 MAX_NOTEBOOK_BYTES = 50 * 1024**2
 
@@ -473,22 +474,40 @@ def nbgrader_scores(db_url: str, wanted):
 
 
 def run_seed(seed=None) -> int:
-    if seed is None and os.environ.get("VERIFY_SEED"):
-        seed = os.environ["VERIFY_SEED"]
+    """``seed`` (a number, or its text), or a fresh one if it is None."""
     if seed is None:
         return secrets.randbits(63)
-    return int(str(seed), 0)
+    try:
+        return int(str(seed), 0)
+    except ValueError:
+        raise SystemExit(f"a verification seed is a whole number (as integrity.csv's seed column holds), "
+                         f"not {seed!r}") from None
 
 
-def verify(course, todo=None, assignments=(), jobs=None, seed=None, out=sys.stdout):
+def new_run_id() -> str:
+    """A name for one run of make grade or of verification: when it started
+    (UTC) and a few random characters, so two runs in one second differ."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def verify(course, todo=None, assignments=(), jobs=None, seed=None, out=sys.stdout, students=()):
     """Verify submissions of a course folder and write its integrity.csv.
 
     ``todo`` lists ``(assignment, student)`` pairs (default: every submission
-    of ``assignments``, or of all assignments). Returns the verdicts.
+    of ``assignments``, or of all assignments, of ``students`` only if given).
+    ``seed``: default, the course's setting (VERIFY_SEED), else a fresh one.
+    Returns the verdicts.
     """
     settings = CourseSettings.read(course)
     if todo is None:
         todo = settings.layout.submissions(assignments)
+        if students:
+            missing = sorted(set(students) - {s for _, s in todo})
+            if missing:
+                raise SystemExit(f"no submission of {' or '.join(assignments) or 'any assignment'} by "
+                                 f"{', '.join(map(printable, missing))} under "
+                                 f"{settings.layout.root / settings.layout.submitted}")
+            todo = [(a, s) for a, s in todo if s in students]
     todo = sorted(todo)
     jobs = max(1, int(jobs or default_jobs()))
     staging = Path(tempfile.mkdtemp(prefix="verify-"))
@@ -499,7 +518,7 @@ def verify(course, todo=None, assignments=(), jobs=None, seed=None, out=sys.stdo
         done = run.verify_each(todo, jobs)
     finally:
         remove_quietly(staging)
-    return run.conclude(done, out)
+    return run.conclude(done, out, covered=todo)
 
 
 @dataclass
@@ -516,11 +535,14 @@ class Verification:
     staging: Path
     started: float
     seconds: float = 0.0  # time spent verifying (summed over workers when they verify)
+    warm: bool = True  # the course's setting (CourseSettings.warm): children of warm templates
+    run_id: str = ""  # the run integrity.csv names (make grade's, or this verification's own)
 
     @classmethod
-    def start(cls, settings: CourseSettings, todo, seed, staging: Path, out, alongside=False):
+    def start(cls, settings: CourseSettings, todo, seed, staging: Path, out, alongside=False, run_id=None):
         """Prepare every assignment of ``todo``; None (and why, printed) if
-        student code cannot run in the sandbox here."""
+        student code cannot run in the sandbox here. ``seed``: None for the
+        course's (``settings.verify_seed``: VERIFY_SEED), else a fresh one."""
         from ..sandbox.bubblewrap import SandboxUnavailable, check_available
 
         try:
@@ -528,12 +550,12 @@ class Verification:
         except SandboxUnavailable as error:
             print(f"NOT VERIFIED: verification runs student code in the sandbox: {error}", file=out, flush=True)
             return None
-        seed = run_seed(seed)
+        seed = run_seed(settings.verify_seed if seed is None else seed)
         print(f"verifying {len(todo)} submission(s) outside the notebook"
               f"{', each right after it is graded,' if alongside else ''} with seed {seed} "
               f"(VERIFY_SEED={seed} repeats this run)", file=out, flush=True)
         layout = settings.layout
-        run = cls(layout, seed, {}, staging, time.monotonic())
+        run = cls(layout, seed, {}, staging, time.monotonic(), warm=settings.warm, run_id=run_id or new_run_id())
         for name in sorted({a for a, _ in todo}):
             try:
                 run.prepared[name] = prepare(name, layout.source_notebook(name), seed, staging, settings.verification)
@@ -557,7 +579,7 @@ class Verification:
         started = time.monotonic()
         templates = Templates(self.staging, max((p.limits.memory_bytes for p in prepared.values()), default=0),
                               preload_for(*(layout.root / layout.source / name / f"{name}.ipynb"
-                                            for name in prepared)))
+                                            for name in prepared)), warm=self.warm)
 
         def one(index_item):
             index, (name, student) = index_item
@@ -588,10 +610,12 @@ class Verification:
         verdict.student = student
         return verdict
 
-    def conclude(self, done, out, not_graded=None) -> list:
+    def conclude(self, done, out, not_graded=None, covered=()) -> list:
         """Compare the verdicts with the gradebook's scores, write integrity.csv, report.
         ``not_graded`` ({(assignment, student): why}) are the submissions that
-        failed to grade this run: each gets a flagged row saying why."""
+        failed to grade this run: each gets a flagged row saying why.
+        ``covered``: every (assignment, student) this run graded or verified;
+        integrity.csv keeps no earlier run's row of any of them."""
         prepared, layout = self.prepared, self.layout
         verdicts = []
         scores = nbgrader_scores(layout.db_url, [(v.assignment, Path(prepared[v.assignment].notebook).stem,
@@ -608,7 +632,8 @@ class Verification:
         for (assignment, student), why in sorted((not_graded or {}).items()):
             if assignment in prepared:
                 verdicts.append(Verdict(assignment, student, prepared[assignment].max_score, not_graded=why))
-        path = write_csv(layout.root / CSV_NAME, verdicts)
+        path = write_csv(layout.root / CSV_NAME, verdicts, seed=self.seed, run=self.run_id,
+                         covered={*covered, *((v.assignment, v.student) for v in done)})
         report(verdicts, path, self.seconds, out)
         return verdicts
 
@@ -632,19 +657,20 @@ def unverified(assignment: Assignment, problem: str) -> Verdict:
     return verdict
 
 
-def run_checks_in_worker(assignment: Assignment, notebook: Path, workdir: Path) -> ChecksRan:
+def run_checks_in_worker(assignment: Assignment, notebook: Path, workdir: Path, warm_template=True) -> ChecksRan:
     """Run one submission's checks in a child of this process's kernel
     template (tools/sandbox/warm.py), the one its notebook's kernel was forked from: no
     second template, and no second start of Python and PyTorch. make grade's
     workers run this right after autograde; ``workdir`` must be under the
     template's folders. Without a template, a fresh sandboxed Python runs it.
     The process that started the run judges the results (``judge_checks``):
-    a worker, forked from it, must not run PyTorch operations."""
+    a worker, forked from it, must not run PyTorch operations.
+    ``warm_template``: the course's setting (CourseSettings.warm)."""
     from ..sandbox import warm
 
     workdir.mkdir(parents=True, exist_ok=True)
     template = None
-    if warm.enabled():
+    if warm_template:
         try:
             template = warm.kernel_template(workdir, assignment.limits.memory_bytes)
         except Exception:  # noqa: BLE001 - then a fresh sandboxed Python
@@ -664,10 +690,10 @@ class Templates:
     once per thread. A template that fails is replaced; meanwhile that
     submission is verified in a fresh sandboxed Python."""
 
-    def __init__(self, staging: Path, memory_bytes: int, preload=("torch",)):
+    def __init__(self, staging: Path, memory_bytes: int, preload=("torch",), warm=True):
         import threading
 
-        self.staging, self.memory_bytes, self.preload = staging, memory_bytes, list(preload)
+        self.staging, self.memory_bytes, self.preload, self.warm = staging, memory_bytes, list(preload), warm
         self.local = threading.local()
         self.lock = threading.Lock()
         self.started = []
@@ -675,7 +701,7 @@ class Templates:
     def verify(self, assignment: Assignment, notebook: Path, workdir: Path) -> Verdict:
         from ..sandbox import warm
 
-        if not warm.enabled():
+        if not self.warm:
             return verify_submission(assignment, notebook, workdir)
         template = getattr(self.local, "template", None)
         if template is None or not template.alive():
@@ -701,14 +727,23 @@ class Templates:
             template.close()
 
 
-def write_csv(path: Path, verdicts) -> Path:
-    """integrity.csv: this run's rows, and the earlier rows of submissions not verified now."""
+# The columns of an integrity.csv written before rows named their seed and run: its rows are kept, with both empty.
+EARLIER_COLUMNS = CSV_COLUMNS[:-2]
+
+
+def write_csv(path: Path, verdicts, seed=None, run="", covered=()) -> Path:
+    """integrity.csv: this run's rows (each with the run's ``seed`` and
+    ``run`` id), and the earlier rows of submissions this run did not cover;
+    no earlier row of a submission in ``covered`` (those of ``verdicts`` and
+    any others this run graded) is kept, even if this run has none of its
+    own for it."""
+    covered = {*covered, *((v.assignment, v.student) for v in verdicts)}
     rows = {}
     if path.is_file():
         with open(path, newline="") as f:
             for row in csv.DictReader(f):
-                if set(CSV_COLUMNS) <= set(row):
-                    rows[(row["assignment"], row["student_id"])] = {k: row[k] for k in CSV_COLUMNS}
+                if set(EARLIER_COLUMNS) <= set(row) and (row["assignment"], row["student_id"]) not in covered:
+                    rows[(row["assignment"], row["student_id"])] = {k: row.get(k) or "" for k in CSV_COLUMNS}
     for v in verdicts:
         rows[(v.assignment, v.student)] = {
             "assignment": v.assignment,
@@ -718,6 +753,8 @@ def write_csv(path: Path, verdicts) -> Path:
             "max_score": f"{v.max_score:g}",
             "flagged": "yes" if v.flagged else "no",
             "reason": printable(v.reason),
+            "seed": "" if seed is None else str(seed),
+            "run": printable(run),
         }
     partial = path.with_name(f".{path.name}.part")
     # (every field escaped: a student id or score from an earlier file as much as this run's reasons)
@@ -772,9 +809,13 @@ def main(argv=None):
     parser.add_argument("assignments", nargs="*", help="assignments to verify (default: all with submissions)")
     parser.add_argument("--course", default=str(ROOT), help="the course folder (default: the repository)")
     parser.add_argument("--jobs", type=int, default=None, help="parallel sandboxes (default: number of cores)")
-    parser.add_argument("--seed", default=None, help="repeat a run's inputs (its printed seed)")
+    parser.add_argument("--student", action="append", default=[],
+                        help="verify this student's submissions only (repeatable)")
+    parser.add_argument("--seed", default=None,
+                        help="repeat a run's inputs (the seed column of integrity.csv, or the printed seed)")
     args = parser.parse_args(argv)
-    verdicts = verify(Path(args.course), assignments=args.assignments, jobs=args.jobs, seed=args.seed)
+    verdicts = verify(Path(args.course), assignments=args.assignments, jobs=args.jobs, seed=args.seed,
+                      students=tuple(args.student))
     return 1 if any(v.flagged for v in verdicts) else 0
 
 
