@@ -193,9 +193,9 @@ class CourseSettings:
     """Everything grading reads from one course folder's nbgrader_config.py,
     the switches of ``Switches`` included. Reading it imports traitlets, and
     whatever the course's nbgrader_config.py imports (this repository's:
-    tools.feedback.page, tools.hub.formgrader_guard, and through them nbconvert
-    and nbgrader's formgrader); ``layout`` (nbgrader's CourseDirectory) is
-    worked out on first use."""
+    tools.feedback.page, tools.hub.formgrader_guard, and through them nbconvert,
+    Jinja2, nbgrader and its formgrader's jupyter_server, Tornado and SQLAlchemy);
+    ``layout`` (nbgrader's CourseDirectory) is worked out on first use."""
 
     root: Path
     config: object  # the traitlets Config, for nbgrader's own classes (CSV export)
