@@ -40,7 +40,7 @@ import nbformat
 import pytest
 
 from tools.assignments.hidden_tests import SECTION
-from tools.assignments.nbgrader_course import read_wrong_implementation
+from tools.assignments.wrong_implementations import read_wrong_implementation
 from tools.paths import CHAPTERS, ROOT, SOLUTIONS, assignments, checks_folder
 from tools.verification.in_kernel import run_check
 from tools.verification.verify import load_spec

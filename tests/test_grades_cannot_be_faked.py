@@ -34,7 +34,10 @@ import numpy as np
 import pytest
 
 from tests.conftest import graded_assignments, require_sandbox
-from tools.assignments.nbgrader_course import Course, fill_release, hidden_lines, read_wrong_implementation, solution_code
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.leak_checks import hidden_lines
+from tools.assignments.nbgrader_course import Course
+from tools.assignments.wrong_implementations import read_wrong_implementation
 from tools.paths import BIN, EXERCISES, SOLUTIONS, attacks, verification_spec, wrong_implementations
 from tools.verification.probes import BadResult, ResultsFolder
 from tools.sandbox.bubblewrap import SandboxUnavailable, check_available

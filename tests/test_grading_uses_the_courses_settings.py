@@ -28,7 +28,9 @@ import pytest
 from tests.conftest import require_sandbox
 from tools.course_settings import CourseSettings, VerificationLimits
 from tools.grading.run import NEEDS_A_LOOK
-from tools.assignments.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.nbgrader_course import Course
+from tools.assignments.wrong_implementations import read_wrong_implementation
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS, checks_folder
 
 ASSIGNMENT = "ex07_efficient_attention"

@@ -47,7 +47,8 @@ import nbformat
 import pytest
 
 from tests.conftest import require_sandbox
-from tools.assignments.nbgrader_course import Course, fill_release, solution_code
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.nbgrader_course import Course
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS
 from tools.sandbox import bubblewrap as sandbox
 from tools.sandbox.bubblewrap import PROCESS_LIMIT, let_sandbox_write, sandboxed_command

@@ -200,7 +200,7 @@ def grade_in_private_course(layout: Layout, assignment: str, student: str, snaps
     # starts its own, importing what the course needs.
     warm.set_kernel_roots([private.parent], base=private.parent)
     if _UNSYNCED.get("folder") != private.parent:  # the private gradebooks of this run: copies, merged later
-        from ..assignments.nbgrader_course import unsynced_gradebooks
+        from ..nbgrader_patches import unsynced_gradebooks
 
         unsynced_gradebooks(private.parent)
         _UNSYNCED["folder"] = private.parent
@@ -334,6 +334,8 @@ def merge_results(layout: Layout, private: Path, assignment: str, student: str):
     old folders as they were."""
     from nbgrader.api import Gradebook
 
+    from ..nbgrader_patches import needs_manual_grade
+
     staged = []
     try:
         for kind in ("autograded", "feedback"):
@@ -359,7 +361,7 @@ def merge_results(layout: Layout, private: Path, assignment: str, student: str):
                     row = dst.find_grade(grade.name, notebook.name, assignment, student)
                     row.auto_score = grade.auto_score
                     # nbgrader's rule (SaveAutoGrades), with the manual score as it is now.
-                    row.needs_manual_grade = row.manual_score is not None or grade.auto_score is None
+                    row.needs_manual_grade = needs_manual_grade(row.manual_score, grade.auto_score)
                 for comment in notebook.comments:
                     row = dst.find_comment(comment.name, notebook.name, assignment, student)
                     row.auto_comment = comment.auto_comment
@@ -494,7 +496,7 @@ def grade_with(settings: CourseSettings, run_id: str, assignments, jobs, out):
     # nbgrader's gradebook code trips SQLAlchemy 2's warnings; they say nothing about the grades.
     warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
-    from ..assignments.nbgrader_course import metadata_schema_checked_once
+    from ..nbgrader_patches import metadata_schema_checked_once
 
     metadata_schema_checked_once()  # (the workers are forked from this process)
     # The template and every worker import what the course's assignments need (PyTorch if any uses it).
@@ -767,7 +769,7 @@ def grade_with_pool(context, jobs, worker_run, layout, snapshot, staging, todo, 
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.grading", description=__doc__.splitlines()[0])
     parser.add_argument("assignments", nargs="*", help="assignments to grade (default: all with submissions)")
     parser.add_argument("--course", default=str(ROOT), help="the course folder (default: the repository)")
     parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: number of cores)")

@@ -65,7 +65,8 @@ def write_references(layout, names, folder: Path) -> dict:
     with nbgrader's log if a release cannot be generated."""
     import nbformat
 
-    from ..assignments.nbgrader_course import fill_release, generate_in_process, solution_code
+    from ..assignments.answers import fill_release, solution_code
+    from ..assignments.nbgrader_course import generate_in_process
 
     course = folder / "course"
     (course / layout.source).mkdir(parents=True)
