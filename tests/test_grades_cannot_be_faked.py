@@ -174,7 +174,7 @@ def test_results_refuse_arrays_of_other_dtypes(results):
 def test_integrity_csv_keeps_no_earlier_row_of_what_a_run_covered(tmp_path):
     """A run's rows name its seed and run; an earlier row (of the old columns too) stays only for a submission the
     run did not cover: not for one it verified, nor for one it graded without verifying (then it has no row)."""
-    from tools.verification.verify import EARLIER_COLUMNS, CellVerdict, Verdict, write_csv
+    from tools.verification.verify import EARLIER_COLUMNS, CellVerdict, Verdict, forget_rows, write_csv
 
     path = tmp_path / "integrity.csv"
     with open(path, "w", newline="") as f:
@@ -196,6 +196,12 @@ def test_integrity_csv_keeps_no_earlier_row_of_what_a_run_covered(tmp_path):
     # A later run that covers it replaces it; nothing else changes.
     write_csv(path, [], seed=8, run="run-3", covered=[("ex01_by_hand", "not-graded-now")])
     assert set(integrity_rows(path)) == {("ex01_by_hand", "verified-again")}
+    # A run that grades without verifying (GRADING_VERIFY=off) leaves no earlier row of what it graded either.
+    out = io.StringIO()
+    assert forget_rows(tmp_path, [("ex01_by_hand", "verified-again"), ("ex02_softmax_masking", "x")], out) == 1
+    assert integrity_rows(path) == {} and "1 row(s) of earlier runs removed" in out.getvalue()
+    assert forget_rows(tmp_path / "elsewhere", [("ex01_by_hand", "verified-again")], out) == 0  # (no file: none made)
+    assert not (tmp_path / "elsewhere").exists()
 
 
 # --- calibration: honest code is never flagged -----------------------------------

@@ -127,8 +127,8 @@ class Switches:
       your permissions; instructor/protections.md), and so without warm templates;
     - ``GRADING_WARM=off``: every kernel and verification starts a fresh
       sandboxed Python instead of a child of a warm template (tools/sandbox/warm.py);
-    - ``GRADING_VERIFY=off``: no verification outside the notebook, and
-      integrity.csv is not written (instructor/integrity.md);
+    - ``GRADING_VERIFY=off``: no verification outside the notebook: integrity.csv
+      gets no row, and loses its earlier rows of what the run graded (instructor/integrity.md);
     - ``VERIFY_SEED=<n>``: verification draws its inputs from seed ``n`` instead
       of a fresh one (to look into a flag again, not to grade)."""
 

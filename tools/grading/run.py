@@ -482,8 +482,9 @@ def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
     logs.mkdir(exist_ok=True)
     log_path = logs / f"{run_id}.log"
     with open(log_path, "x", encoding="utf-8", errors="backslashreplace") as log:
-        log.write(f"make grade, run {run_id}: python -m tools.grading {' '.join(assignments)} --course "
-                  f"{settings.root} --jobs {jobs or 'default'}\n{settings_line(settings)}\n")
+        command = ["python -m tools.grading", *assignments, "--course", str(settings.root),
+                   *(["--jobs", str(jobs)] if jobs else [])]
+        log.write(f"make grade, run {run_id}: {' '.join(command)}\n{settings_line(settings)}\n")
         log.flush()
         tee = Tee(out, log)
         print(f"run {run_id}; what follows is kept in {log_path}", file=tee, flush=True)
@@ -689,6 +690,10 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
         done += run.verify_each([key for key in todo if key not in verdicts and key not in not_graded], jobs)
         flagged = sum(1 for v in run.conclude(done, out, not_graded, covered=todo)
                       if v.flagged and not v.not_graded)
+    else:
+        from ..verification.verify import forget_rows
+
+        forget_rows(layout.root, todo, out)
     return closing_line(len(todo), failures, flagged, out)
 
 

@@ -767,6 +767,25 @@ def write_csv(path: Path, verdicts, seed=None, run="", covered=()) -> Path:
     return path
 
 
+def forget_rows(root: Path, covered, out) -> int:
+    """After a run that graded ``covered`` without verifying them
+    (GRADING_VERIFY=off, or no sandbox): remove their rows of earlier runs
+    from ``root``'s integrity.csv, if it has any, since they judged grades
+    the gradebook no longer holds. Returns how many were removed."""
+    path = Path(root) / CSV_NAME
+    if not path.is_file():
+        return 0
+    with open(path, newline="") as f:
+        before = sum(1 for _ in csv.DictReader(f))
+    write_csv(path, [], covered=covered)
+    with open(path, newline="") as f:
+        removed = before - sum(1 for _ in csv.DictReader(f))
+    if removed:
+        print(f"not verified this run: {removed} row(s) of earlier runs removed from {path} (their submissions "
+              f"were graded again)", file=out, flush=True)
+    return removed
+
+
 def report(verdicts, path, seconds, out):
     flagged = [v for v in verdicts if v.flagged]
     print(f"verified {len(verdicts)} submission(s) in {seconds:.1f} s; {len(flagged)} flagged; "
