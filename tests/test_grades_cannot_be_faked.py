@@ -41,7 +41,10 @@ from tools.assignments.wrong_implementations import read_wrong_implementation
 from tools.paths import BIN, EXERCISES, SOLUTIONS, attacks, verification_spec, wrong_implementations
 from tools.verification.probes import BadResult, ResultsFolder
 from tools.sandbox.bubblewrap import SandboxUnavailable, check_available
-from tools.verification.verify import CSV_COLUMNS, load_spec, prepare, program, source_steps, student_cells, verify
+from tools.verification.notebooks import source_steps, student_cells
+from tools.verification.report import CSV_COLUMNS
+from tools.verification.run import verify
+from tools.verification.specs import load_spec, prepare, program
 
 ATTACKS = [(a, path) for a in graded_assignments() for path in attacks(a)]
 HONEST_KINDS = ("correct", "partly-wrong", "blank", "crashing", "own-cells")
@@ -174,7 +177,8 @@ def test_results_refuse_arrays_of_other_dtypes(results):
 def test_integrity_csv_keeps_no_earlier_row_of_what_a_run_covered(tmp_path):
     """A run's rows name its seed and run; an earlier row (of the old columns too) stays only for a submission the
     run did not cover: not for one it verified, nor for one it graded without verifying (then it has no row)."""
-    from tools.verification.verify import EARLIER_COLUMNS, CellVerdict, Verdict, forget_rows, write_csv
+    from tools.verification.judging import CellVerdict, Verdict
+    from tools.verification.report import EARLIER_COLUMNS, forget_rows, write_csv
 
     path = tmp_path / "integrity.csv"
     with open(path, "w", newline="") as f:

@@ -50,7 +50,8 @@ def course_with_memory(root, memory_bytes):
 def longest_input_rows(settings):
     """The number of tokens of the longest sequence ex07's memory check sends."""
     from tools.verification.probes import Plan
-    from tools.verification.verify import load_spec, source_steps
+    from tools.verification.notebooks import source_steps
+    from tools.verification.specs import load_spec
 
     steps, _, _ = source_steps(settings.layout.source_notebook(ASSIGNMENT))
     plan = Plan(ASSIGNMENT, 1, [s.code for s in steps if s.kind == "trusted"], settings.verification)

@@ -758,7 +758,8 @@ def test_integrity_csv_and_the_report_take_any_text(tmp_path):
     surrogate-in-verification): one reason cannot cost the class its integrity.csv."""
     import io
 
-    from tools.verification.verify import CellVerdict, Verdict, report, write_csv
+    from tools.verification.judging import CellVerdict, Verdict
+    from tools.verification.report import report, write_csv
 
     verdict = Verdict(ASSIGNMENT, "student-\udcff", 10.0, cells=[
         CellVerdict("test_score_gaps", 4.0, 0.0, 4.0, "ValueError: \udcff\ud800")])

@@ -162,7 +162,7 @@ def copy_regular(source: Path, target: Path, *, max_bytes=COPY_BYTES, max_files=
 class WorkerRun:
     """What every grading worker of one run is handed when it starts
     (``start_worker``): the modules a template it starts itself imports,
-    the run's verification (tools/verification/verify.py's ``Verification``) or None,
+    the run's verification (tools/verification/run.py's ``Verification``) or None,
     and the course's configuration as the run read it (``CourseSettings.config``:
     a worker copies it for each submission instead of reading nbgrader_config.py
     again; None: it reads the private course's copy)."""
@@ -263,7 +263,7 @@ def grade_in_private_course(layout: Layout, assignment: str, student: str, snaps
     ran = None
     verification = _WORKER.verification
     if verification is not None and assignment in verification.prepared:
-        from ..verification.verify import run_checks_in_worker
+        from ..verification.sandbox_run import run_checks_in_worker
 
         started = time.monotonic()
         notebook = private / layout.submitted / student / assignment / verification.prepared[assignment].notebook
@@ -474,7 +474,7 @@ def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
     NEEDS_A_LOOK or SELF_CHECK_FAILED. Everything it prints is also kept in
     the course folder's grading-logs/<run id>.log, after a line of the
     settings it graded with; integrity.csv names the same run id."""
-    from ..verification.verify import new_run_id
+    from ..verification.run import new_run_id
 
     settings = CourseSettings.read(course)  # the course's settings, read once for the whole run
     run_id = new_run_id()
@@ -552,7 +552,7 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
     snapshot_gradebook(layout, snapshot)
     verification = None
     if settings.verify:
-        from ..verification.verify import Verification
+        from ..verification.run import Verification
 
         # Each worker verifies the submission it has just graded (in a child
         # of the same template); what no worker verified is verified after
@@ -577,7 +577,7 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
     peak = 0
 
     from .. import lateness
-    from ..verification.verify import printable
+    from ..verification.report import printable
 
     def finished(assignment, student, private, result):
         nonlocal failures, peak
@@ -691,7 +691,7 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
         flagged = sum(1 for v in run.conclude(done, out, not_graded, covered=todo)
                       if v.flagged and not v.not_graded)
     else:
-        from ..verification.verify import forget_rows
+        from ..verification.report import forget_rows
 
         forget_rows(layout.root, todo, out)
     return closing_line(len(todo), failures, flagged, out)

@@ -94,7 +94,7 @@ def error_heads(notebook: Path) -> dict:
     without following a link and bounded in size; {} if it cannot be read."""
     import os
 
-    from ..verification.verify import printable
+    from ..verification.report import printable
 
     try:
         fd = os.open(notebook, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
