@@ -12,7 +12,8 @@ Beyond stock nbgrader, this file switches on the course's two protections
   tools/sandbox/bubblewrap.py): no view of solutions/, the gradebook or other students'
   work, no network, limits on memory, CPU and time. It needs bubblewrap
   (`apt-get install bubblewrap`). GRADING_SANDBOX=off in the environment
-  turns it off (student code then runs with your permissions);
+  turns it off (student code then runs with your permissions; the other
+  switches are listed in tools/course_settings.py, Switches);
 - the feedback students receive shows no hidden test (tools/feedback/hide_hidden_tests.py).
 """
 
@@ -75,9 +76,22 @@ c.SandboxedExecute.notebook_timeout = 300
 # seconds_late, how long after the due date each submission came (tools/lateness.py).
 c.ExportApp.plugin_class = "tools.lateness.LateCsvExport"
 
+# The switches of one run that the environment may flip (GRADING_SANDBOX,
+# GRADING_WARM, GRADING_VERIFY, VERIFY_SEED): read here, once, through the one
+# reader of them (tools/course_settings.py, Switches, says what each does), and
+# kept in this configuration, which make grade hands to every part of the run.
+try:
+    from tools.course_settings import Switches
+except ImportError:  # no tools/ found above: the sandbox is still asked for (and grading fails without it)
+    sandboxed = True
+else:
+    switches = Switches.from_environment()
+    switches.apply(c)
+    sandboxed = switches.sandbox
+
 # The sandbox: each kernel may use 2 GiB of memory per process and 120 s of
 # CPU time in all, may write only to its own folder, and sees no network.
-if os.environ.get("GRADING_SANDBOX", "on") != "off":
+if sandboxed:
     c.Autograde.autograde_preprocessors = [
         "tools.sandbox.kernel.SandboxedExecute",  # in place of nbgrader's Execute
         "nbgrader.preprocessors.IgnorePattern",

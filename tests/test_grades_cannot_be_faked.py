@@ -27,6 +27,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 
 import nbformat
 import numpy as np
@@ -37,7 +38,7 @@ from tools.assignments.answers import fill_release, solution_code
 from tools.assignments.leak_checks import hidden_lines
 from tools.assignments.nbgrader_course import Course
 from tools.assignments.wrong_implementations import read_wrong_implementation
-from tools.paths import EXERCISES, SOLUTIONS, attacks, verification_spec, wrong_implementations
+from tools.paths import BIN, EXERCISES, SOLUTIONS, attacks, verification_spec, wrong_implementations
 from tools.verification.probes import BadResult, ResultsFolder
 from tools.sandbox.bubblewrap import SandboxUnavailable, check_available
 from tools.verification.notebooks import source_steps, student_cells
@@ -171,6 +172,40 @@ def test_results_refuse_arrays_of_other_dtypes(results):
     np.save(results / "step-0-0.npy", np.array(["text"]))
     with ResultsFolder(results) as folder, pytest.raises(BadResult, match="dtype"):
         folder.array("step-0-0.npy")
+
+
+def test_integrity_csv_keeps_no_earlier_row_of_what_a_run_covered(tmp_path):
+    """A run's rows name its seed and run; an earlier row (of the old columns too) stays only for a submission the
+    run did not cover: not for one it verified, nor for one it graded without verifying (then it has no row)."""
+    from tools.verification.judging import CellVerdict, Verdict
+    from tools.verification.report import EARLIER_COLUMNS, forget_rows, write_csv
+
+    path = tmp_path / "integrity.csv"
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=EARLIER_COLUMNS)
+        writer.writeheader()
+        for student in ("verified-again", "graded-again", "not-graded-now"):
+            writer.writerow({"assignment": "ex01_by_hand", "student_id": student, "nbgrader_score": "10",
+                             "verified_score": "6", "max_score": "10", "flagged": "yes", "reason": "old"})
+    verdict = Verdict("ex01_by_hand", "verified-again", 10.0, cells=[CellVerdict("test_a", 10.0, 10.0, 10.0)])
+    write_csv(path, [verdict], seed=7, run="run-2",
+              covered=[("ex01_by_hand", "verified-again"), ("ex01_by_hand", "graded-again")])
+    rows = integrity_rows(path)
+    assert set(rows) == {("ex01_by_hand", "verified-again"), ("ex01_by_hand", "not-graded-now")}
+    assert rows["ex01_by_hand", "verified-again"] == {
+        "assignment": "ex01_by_hand", "student_id": "verified-again", "nbgrader_score": "10", "verified_score": "10",
+        "max_score": "10", "flagged": "no", "reason": "", "seed": "7", "run": "run-2"}
+    assert rows["ex01_by_hand", "not-graded-now"]["reason"] == "old"
+    assert (rows["ex01_by_hand", "not-graded-now"]["seed"], rows["ex01_by_hand", "not-graded-now"]["run"]) == ("", "")
+    # A later run that covers it replaces it; nothing else changes.
+    write_csv(path, [], seed=8, run="run-3", covered=[("ex01_by_hand", "not-graded-now")])
+    assert set(integrity_rows(path)) == {("ex01_by_hand", "verified-again")}
+    # A run that grades without verifying (GRADING_VERIFY=off) leaves no earlier row of what it graded either.
+    out = io.StringIO()
+    assert forget_rows(tmp_path, [("ex01_by_hand", "verified-again"), ("ex02_softmax_masking", "x")], out) == 1
+    assert integrity_rows(path) == {} and "1 row(s) of earlier runs removed" in out.getvalue()
+    assert forget_rows(tmp_path / "elsewhere", [("ex01_by_hand", "verified-again")], out) == 0  # (no file: none made)
+    assert not (tmp_path / "elsewhere").exists()
 
 
 # --- calibration: honest code is never flagged -----------------------------------
@@ -343,6 +378,53 @@ def test_no_honest_submission_is_flagged_next_to_attackers(attacked):
     flagged = {key: row["reason"] for key, row in attacked["rows"].items()
                if not key[1].startswith("attack-") and key[1] != "echo" and row["flagged"] != "no"}
     assert not flagged, flagged
+
+
+def integrity_rows(path):
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        assert reader.fieldnames == CSV_COLUMNS
+        return {(r["assignment"], r["student_id"]): r for r in reader}
+
+
+def test_a_flag_is_repeated_from_its_row(attacked, tmp_path):
+    """Each row of integrity.csv names the seed and the run it came from (this run's, every row: the course was
+    graded once); the run's log, beside it, holds what make grade printed after the settings it graded with; and
+    the command instructor/integrity.md gives repeats a flagged row from its seed: the same flag, for the same
+    reason (which quotes the inputs drawn from the seed), on a copy of the course."""
+    rows = attacked["rows"]
+    started = re.search(r"^run (\S+); what follows is kept in (.+)$", attacked["out"], re.MULTILINE)
+    assert started, attacked["out"][:3000]
+    run = started.group(1)
+    seed = re.search(r"with seed (\d+) \(VERIFY_SEED=", attacked["out"]).group(1)
+    assert {(row["seed"], row["run"]) for row in rows.values()} == {(seed, run)}
+    root = attacked["course"].root
+    log = root / "grading-logs" / f"{run}.log"
+    assert started.group(2) == str(log) and log.is_file()
+    lines = log.read_text(encoding="utf-8").splitlines()
+    assert lines[1].startswith(f"settings of {root / 'nbgrader_config.py'}: cell 30 s, notebook 300 s"), lines[:3]
+    printed = set(attacked["out"].splitlines())
+    assert all(line in printed for line in lines[2:]), "the log holds lines make grade did not print"
+    for wanted in (f"with seed {seed} ", "make grade: ATTENTION: "):
+        assert any(wanted in line for line in lines), f"the log lacks {wanted!r}"
+    # A flag for points verification took back (a flag for points nbgrader withheld quotes nbgrader's error,
+    # which only make grade reads).
+    key = min(key for key, row in rows.items() if key[1].startswith("attack-") and taken_back(row)
+              and "gave fewer points" not in row["reason"])
+    copy = tmp_path / "course"
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns("autograded", "feedback", "grading-logs"))
+    assignment, student = key
+    environ = {name: value for name, value in os.environ.items() if name != "VERIFY_SEED"}
+    # instructor/integrity.md, "To look again at a flagged submission": the command, with the row's seed.
+    proc = subprocess.run([str(BIN / "python"), "-m", "tools.verification.verify", assignment,
+                           "--student", student, "--seed", rows[key]["seed"], "--course", "."],
+                          cwd=copy, env=environ, text=True, capture_output=True, timeout=600)
+    assert proc.returncode == 1, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    again = integrity_rows(copy / "integrity.csv")
+    assert again[key]["run"] != run
+    assert {k: v for k, v in again[key].items() if k != "run"} == {k: v for k, v in rows[key].items() if k != "run"}
+    # Only that submission was verified again: every other row is the run's, as it was.
+    assert {k: r for k, r in again.items() if k != key} == {k: r for k, r in rows.items() if k != key}
 
 
 def test_honest_grades_are_the_same_without_attackers(attacked, honest_alone):

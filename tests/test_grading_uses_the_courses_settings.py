@@ -8,10 +8,20 @@ builds the score matrix gives it a sequence whose (T, T) float64 scores alone
 exceed the sandbox's memory: with a course that raises that memory, the
 sequence grows with it, or the check would no longer prove what
 instructor/protections.md says.
+
+The switches of a run that the environment may flip (GRADING_SANDBOX,
+GRADING_WARM, GRADING_VERIFY, VERIFY_SEED) arrive as settings too, read by one
+reader (tools/course_settings.py, Switches) and by no other module; and a
+grading worker is handed the configuration the run read instead of running
+nbgrader_config.py again for each submission.
 """
 
 import csv
+import multiprocessing
+import re
+import shutil
 import subprocess
+from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
@@ -21,7 +31,7 @@ from tools.grading.run import NEEDS_A_LOOK
 from tools.assignments.answers import fill_release, solution_code
 from tools.assignments.nbgrader_course import Course
 from tools.assignments.wrong_implementations import read_wrong_implementation
-from tools.paths import BIN, ROOT, SOLUTIONS, checks_folder
+from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS, checks_folder
 
 ASSIGNMENT = "ex07_efficient_attention"
 MEMORY_CHECK = "test_padded_tiled_attention_memory"
@@ -103,3 +113,97 @@ def test_a_setting_that_is_not_a_number_is_named(tmp_path):
         CourseSettings.read(tmp_path)
     config.write_text(config.read_text() + "\nc.SandboxedKernelManager.cpu_seconds = 60\nc.Execute.timeout = None\n")
     assert CourseSettings.read(tmp_path).verification.step_seconds == 60.0  # no cell limit: verification's own
+
+
+SWITCHES = ("GRADING_SANDBOX", "GRADING_WARM", "GRADING_VERIFY", "VERIFY_SEED")
+
+
+def test_the_environments_switches_arrive_as_settings(tmp_path, monkeypatch):
+    course_with_memory(tmp_path, RAISED)
+    for name in SWITCHES:
+        monkeypatch.delenv(name, raising=False)
+    plain = CourseSettings.read(tmp_path)
+    assert (plain.sandbox, plain.warm, plain.verify, plain.verify_seed) == (True, True, True, None)
+    monkeypatch.setenv("GRADING_WARM", "off")
+    monkeypatch.setenv("GRADING_VERIFY", "off")
+    monkeypatch.setenv("VERIFY_SEED", "0x2a")
+    switched = CourseSettings.read(tmp_path)
+    assert (switched.sandbox, switched.warm, switched.verify, switched.verify_seed) == (True, False, False, 42)
+    # ... and in the configuration nbgrader's own classes (the kernel's manager) are given.
+    assert switched.config.SandboxedKernelManager.warm is False
+    monkeypatch.setenv("GRADING_SANDBOX", "off")
+    monkeypatch.setenv("GRADING_WARM", "on")
+    unsandboxed = CourseSettings.read(tmp_path)
+    assert (unsandboxed.sandbox, unsandboxed.warm) == (False, False)  # no template without the sandbox
+    monkeypatch.setenv("GRADING_VERIFY", "no")
+    with pytest.raises(SystemExit, match=r"GRADING_VERIFY must be on or off \(or unset: on\), not 'no'"):
+        CourseSettings.read(tmp_path)
+    monkeypatch.setenv("GRADING_VERIFY", "on")
+    monkeypatch.setenv("VERIFY_SEED", "12 34")
+    with pytest.raises(SystemExit, match=r"VERIFY_SEED must be a whole number .*, not '12 34'"):
+        CourseSettings.read(tmp_path)
+
+
+def test_no_module_reads_the_switches_from_the_environment():
+    """Only tools/course_settings.py reads them (nbgrader_config.py through it)."""
+    reading = re.compile(r"(environ|getenv)\b[^\n]*\b(" + "|".join(SWITCHES) + r")\b")
+    modules = [*(ROOT / "tools").rglob("*.py"), ROOT / "nbgrader_config.py"]
+    readers = sorted(str(path.relative_to(ROOT)) for path in modules
+                     if path != ROOT / "tools" / "course_settings.py" and reading.search(path.read_text()))
+    assert not readers, f"these read a grading switch from the environment, not from the settings: {readers}"
+
+
+def loads_in_a_worker(layout, private, submission):
+    """In a grading worker (forked, started as make grade starts its workers): grade one submission
+    (grade_in_private_course), with nbgrader's converters standing in by recording what they were given.
+    Returns the configuration files read meanwhile, what each converter was given, and the result's log."""
+    from nbgrader.converters import Autograde, GenerateFeedback
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from tools.grading import run
+
+    loaded, given = [], []
+    load = PyFileConfigLoader.load_config
+
+    def counted(self):
+        loaded.append(self.full_filename)
+        return load(self)
+
+    def start(self):
+        given.append((type(self).__name__, self.coursedir.root, self.coursedir.db_url,
+                      list(self.config.Autograde.autograde_preprocessors), self.config.SandboxedKernelManager.warm))
+
+    PyFileConfigLoader.load_config = counted
+    Autograde.start = GenerateFeedback.start = start
+    result = run.grade_in_private_course(layout, "ex01_by_hand", "student", str(submission / "gradebook.db"),
+                                         str(private), submitted=str(submission))
+    return loaded, given, result["log"]
+
+
+def test_a_worker_grades_with_the_runs_configuration(tmp_path, monkeypatch):
+    """No grading worker runs nbgrader_config.py again (it did twice per submission: once for autograde, once
+    for the feedback): its converters get the run's configuration, with the private course's folder and gradebook,
+    and the run's switches (here GRADING_WARM=off, as the run read it)."""
+    from tools.grading.run import WorkerRun, start_worker
+
+    monkeypatch.delenv("GRADING_SANDBOX", raising=False)
+    monkeypatch.setenv("GRADING_WARM", "off")
+    settings = CourseSettings.read(ROOT)
+    monkeypatch.delenv("GRADING_WARM")  # (what the worker sees is what the run read)
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    shutil.copy(EXERCISES / "ex01_by_hand" / "ex01_by_hand.ipynb", submission)
+    (submission / "gradebook.db").write_bytes(b"")
+    private = tmp_path / "staging" / "submission-1"
+    private.mkdir(parents=True)
+    run = WorkerRun(preload=(), verification=None, config=settings.config)
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"), initializer=start_worker,
+                             initargs=(run,)) as pool:
+        loaded, given, log = pool.submit(loads_in_a_worker, settings.layout, private, submission).result(timeout=300)
+    assert loaded == [], f"a worker read its configuration {len(loaded)} time(s) for one submission: {loaded}"
+    db_url = f"sqlite:///{private / 'gradebook.db'}"
+    preprocessors = list(settings.config.Autograde.autograde_preprocessors)
+    assert "tools.sandbox.kernel.SandboxedExecute" in preprocessors
+    assert given == [(name, str(private), db_url, preprocessors, False)
+                     for name in ("Autograde", "GenerateFeedback")], log
+    assert settings.config.CourseDirectory.root == str(ROOT)  # (the run's own is left as it was)

@@ -39,7 +39,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..course_settings import CONFIG_FILE, CourseSettings, Layout, course_directory, default_jobs
+from ..course_settings import CONFIG_FILE, CourseSettings, Layout, course_directory, default_jobs, worker_config
 from ..paths import BIN, ROOT
 from ..sandbox.limits import SubmissionRefused, check_submission
 
@@ -161,11 +161,15 @@ def copy_regular(source: Path, target: Path, *, max_bytes=COPY_BYTES, max_files=
 @dataclass(frozen=True)
 class WorkerRun:
     """What every grading worker of one run is handed when it starts
-    (``start_worker``): the modules a template it starts itself imports, and
-    the run's verification (tools/verification/run.py's ``Verification``) or None."""
+    (``start_worker``): the modules a template it starts itself imports,
+    the run's verification (tools/verification/run.py's ``Verification``) or None,
+    and the course's configuration as the run read it (``CourseSettings.config``:
+    a worker copies it for each submission instead of reading nbgrader_config.py
+    again; None: it reads the private course's copy)."""
 
     preload: tuple = ("torch",)
     verification: object = None
+    config: object = None
 
 
 # This worker's run, set by start_worker when the pool starts the process.
@@ -233,9 +237,13 @@ def grade_in_private_course(layout: Layout, assignment: str, student: str, snaps
         from nbgrader.converters import Autograde, GenerateFeedback
 
         for converter_class in (Autograde, GenerateFeedback):
-            coursedir = course_directory(
-                private, db_url=f"sqlite:///{private / 'gradebook.db'}"
-            )
+            db_url = f"sqlite:///{private / 'gradebook.db'}"
+            if _WORKER.config is not None:  # the run's settings, read once (tools/course_settings.py)
+                from nbgrader.coursedir import CourseDirectory
+
+                coursedir = CourseDirectory(config=worker_config(_WORKER.config, private, db_url))
+            else:
+                coursedir = course_directory(private, db_url=db_url)
             coursedir.assignment_id = assignment
             coursedir.student_id = student
             converter = converter_class(coursedir=coursedir, config=coursedir.config)
@@ -260,7 +268,8 @@ def grade_in_private_course(layout: Layout, assignment: str, student: str, snaps
         started = time.monotonic()
         notebook = private / layout.submitted / student / assignment / verification.prepared[assignment].notebook
         try:
-            ran = run_checks_in_worker(verification.prepared[assignment], notebook, private / "verification")
+            ran = run_checks_in_worker(verification.prepared[assignment], notebook, private / "verification",
+                                       warm_template=verification.warm)
         except Exception:  # noqa: BLE001 - then it is verified after grading
             log.write(traceback.format_exc())
         phases["verification"] = time.monotonic() - started
@@ -412,7 +421,7 @@ def start_template(settings: CourseSettings, staging: Path, preload):
     here; each worker then starts its own, or none."""
     from ..sandbox import warm
 
-    if not warm.enabled():
+    if not settings.warm:
         return None
     try:
         return warm.Template([staging], memory_bytes=settings.memory_bytes, base=staging, preload=preload,
@@ -427,14 +436,67 @@ NEEDS_A_LOOK = 1  # some submission NOT GRADED, or flagged in integrity.csv (ins
 SELF_CHECK_FAILED = 3  # the instructor's solution lost points here (tools/grading/self_check.py): nobody was graded
 
 
+# Where each run's log is kept, in the course folder next to grades.csv and integrity.csv: <run id>.log.
+LOG_FOLDER = "grading-logs"
+
+
+class Tee(io.TextIOBase):
+    """What make grade prints, written to its output and to the run's log."""
+
+    def __init__(self, *streams):
+        self.streams = streams
+
+    def write(self, text):
+        for stream in self.streams:
+            stream.write(text)
+        return len(text)
+
+    def flush(self):
+        for stream in self.streams:
+            stream.flush()
+
+
+def settings_line(settings: CourseSettings) -> str:
+    """The settings a run graded with, as its log records them."""
+    seed = "a fresh one" if settings.verify_seed is None else settings.verify_seed
+    return (f"settings of {settings.root / CONFIG_FILE}: cell {settings.cell_seconds:g} s, notebook "
+            f"{settings.notebook_seconds:g} s, {settings.cpu_seconds} CPU s and {settings.memory_bytes} bytes per "
+            f"process; sandbox {on(settings.sandbox)}, warm templates {on(settings.warm)}, "
+            f"verification {on(settings.verify)} (seed: {seed})")
+
+
+def on(switch: bool) -> str:
+    return "on" if switch else "off"
+
+
 def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
     """Grade a course; return make grade's exit status: GRADED_CLEAN,
-    NEEDS_A_LOOK or SELF_CHECK_FAILED."""
+    NEEDS_A_LOOK or SELF_CHECK_FAILED. Everything it prints is also kept in
+    the course folder's grading-logs/<run id>.log, after a line of the
+    settings it graded with; integrity.csv names the same run id."""
+    from ..verification.run import new_run_id
+
+    settings = CourseSettings.read(course)  # the course's settings, read once for the whole run
+    run_id = new_run_id()
+    logs = settings.root / LOG_FOLDER
+    logs.mkdir(exist_ok=True)
+    log_path = logs / f"{run_id}.log"
+    with open(log_path, "x", encoding="utf-8", errors="backslashreplace") as log:
+        command = ["python -m tools.grading", *assignments, "--course", str(settings.root),
+                   *(["--jobs", str(jobs)] if jobs else [])]
+        log.write(f"make grade, run {run_id}: {' '.join(command)}\n{settings_line(settings)}\n")
+        log.flush()
+        tee = Tee(out, log)
+        print(f"run {run_id}; what follows is kept in {log_path}", file=tee, flush=True)
+        return grade_with(settings, run_id, assignments, jobs, tee)
+
+
+def grade_with(settings: CourseSettings, run_id: str, assignments, jobs, out):
+    """grade(), with the course's settings and the run's id."""
     os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
     # nbgrader's gradebook code trips SQLAlchemy 2's warnings; they say nothing about the grades.
     warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
-    settings = CourseSettings.read(course)  # the course's settings, read once for the whole run
     from ..nbgrader_patches import metadata_schema_checked_once
 
     metadata_schema_checked_once()  # (the workers are forked from this process)
@@ -446,7 +508,7 @@ def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
     try:
         template = start_template(settings, staging, preload)
         try:
-            return grade_in(settings, staging, template, preload, assignments, jobs, out)
+            return grade_in(settings, staging, template, preload, assignments, jobs, out, run_id)
         finally:
             if template is not None:
                 template.close()
@@ -457,7 +519,7 @@ def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
             print(f"(could not remove the run's folder {staging}: {error})", file=out, flush=True)
 
 
-def grade_in(settings: CourseSettings, staging: Path, template, preload, assignments, jobs, out):
+def grade_in(settings: CourseSettings, staging: Path, template, preload, assignments, jobs, out, run_id=""):
     """grade(), with the run's staging folder and its warm template (or None)."""
     layout = settings.layout
     todo = layout.submissions(assignments)
@@ -489,15 +551,16 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
     snapshot = staging / "gradebook.db"
     snapshot_gradebook(layout, snapshot)
     verification = None
-    if os.environ.get("GRADING_VERIFY", "on") != "off":
+    if settings.verify:
         from ..verification.run import Verification
 
         # Each worker verifies the submission it has just graded (in a child
         # of the same template); what no worker verified is verified after
         # grading, as before.
         (staging / "verification").mkdir()
-        verification = Verification.start(settings, todo, None, staging / "verification", out, alongside=True)
-    worker_run = WorkerRun(preload=preload, verification=verification)
+        verification = Verification.start(settings, todo, None, staging / "verification", out, alongside=True,
+                                          run_id=run_id)
+    worker_run = WorkerRun(preload=preload, verification=verification, config=settings.config)
     # fork: the workers start with nbgrader already imported, and share the template.
     import nbgrader.converters  # noqa: F401
 
@@ -625,7 +688,12 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
         run.seconds = phases.get("verification", 0.0)
         done = list(verdicts.values())
         done += run.verify_each([key for key in todo if key not in verdicts and key not in not_graded], jobs)
-        flagged = sum(1 for v in run.conclude(done, out, not_graded) if v.flagged and not v.not_graded)
+        flagged = sum(1 for v in run.conclude(done, out, not_graded, covered=todo)
+                      if v.flagged and not v.not_graded)
+    else:
+        from ..verification.report import forget_rows
+
+        forget_rows(layout.root, todo, out)
     return closing_line(len(todo), failures, flagged, out)
 
 

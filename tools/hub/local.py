@@ -57,6 +57,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from ..course_settings import Switches
 from ..paths import BIN, EXERCISES, ROOT, SOLUTIONS
 
 HUB = ROOT / "_build" / "hub"
@@ -415,8 +416,9 @@ def user_environment(user):
         "JUPYTER_PLATFORM_DIRS": "1",
         "PYDEVD_DISABLE_FILE_VALIDATION": "1",
         "PYTHONWARNINGS": "ignore::DeprecationWarning",
-        # GRADING_SANDBOX=off (grading without bubblewrap, tests/conftest.py) reaches `make grade` too.
-        **({"GRADING_SANDBOX": os.environ["GRADING_SANDBOX"]} if "GRADING_SANDBOX" in os.environ else {}),
+        # GRADING_SANDBOX=off (grading without bubblewrap, tests/conftest.py) reaches `make grade` too; no
+        # other switch does (a student's environment must never hold a VERIFY_SEED).
+        **Switches.environment_of(names=("GRADING_SANDBOX",)),
     }
 
 

@@ -340,7 +340,7 @@ class SandboxedKernelManager(PinnedSockets, AsyncKernelManager):
 
     warm = Bool(
         True, help="Fork the kernel from a warm template (tools/sandbox/warm.py) instead of starting Python; "
-        "GRADING_WARM=off in the environment also switches it off."
+        "GRADING_WARM=off in the environment switches it off (nbgrader_config.py; tools/course_settings.py, Switches)."
     ).tag(config=True)
 
     client_class = DottedObjectName("tools.sandbox.kernel.SandboxedKernelClient")
@@ -357,7 +357,7 @@ class SandboxedKernelManager(PinnedSockets, AsyncKernelManager):
         self._remove_private()
         release_sockets()
         # Short path: a unix socket's path is limited to about 100 characters.
-        parent = warm.kernel_private_root() if warm.enabled() else None
+        parent = warm.kernel_private_root() if self.warm else None
         self._private = Path(tempfile.mkdtemp(prefix="nbg-kernel-", dir=parent))
         sandbox.let_sandbox_write(self._private)  # the kernel binds its sockets here
         self.transport = "ipc"

@@ -18,8 +18,10 @@ guarantees; tests/test_each_submission_gets_a_pristine_python.py attacks it.
 ``Template.client_command(...)`` is a command that runs one child for as long
 as the command runs (a kernel: tools/sandbox/kernel.py).
 
-``GRADING_WARM=off`` in the environment switches templates off: every kernel
-and verification then starts a fresh sandboxed Python, as before.
+``GRADING_WARM=off`` in the environment switches templates off (it reaches
+this module as a setting: ``CourseSettings.warm``, ``SandboxedKernelManager.warm``,
+tools/course_settings.py): every kernel and verification then starts a fresh
+sandboxed Python, as before.
 """
 
 from __future__ import annotations
@@ -43,10 +45,6 @@ TEMPLATE = HERE / "warm_template.py"
 CLIENT = HERE / "warm_client.py"
 HARNESS = TOOLS / "verification" / "harness.py"
 START_SECONDS = 120  # a template's start (imports) on a busy machine
-
-
-def enabled() -> bool:
-    return os.environ.get("GRADING_WARM", "on") != "off" and os.environ.get("GRADING_SANDBOX", "on") != "off"
 
 
 class TemplateError(RuntimeError):
@@ -262,10 +260,9 @@ _preload = ("torch",)  # (make grade sets it: preload_for)
 
 def kernel_template(workdir, memory_bytes) -> Template | None:
     """This process's template for kernels in ``workdir``, started on first
-    use; None if warm templates are off or cannot serve this folder."""
+    use; None if it cannot serve this folder. (Whether templates are on at
+    all is the caller's setting: it asks only if they are.)"""
     global _kernel_template
-    if not enabled():
-        return None
     private = kernel_private_root()
     wanted = [private, workdir]
     template = _kernel_template

@@ -9,17 +9,27 @@ from pathlib import Path
 
 CSV_NAME = "integrity.csv"
 
-CSV_COLUMNS = ["assignment", "student_id", "nbgrader_score", "verified_score", "max_score", "flagged", "reason"]
+CSV_COLUMNS = ["assignment", "student_id", "nbgrader_score", "verified_score", "max_score", "flagged", "reason",
+               "seed", "run"]
 
 
-def write_csv(path: Path, verdicts) -> Path:
-    """integrity.csv: this run's rows, and the earlier rows of submissions not verified now."""
+# The columns of an integrity.csv written before rows named their seed and run: its rows are kept, with both empty.
+EARLIER_COLUMNS = CSV_COLUMNS[:-2]
+
+
+def write_csv(path: Path, verdicts, seed=None, run="", covered=()) -> Path:
+    """integrity.csv: this run's rows (each with the run's ``seed`` and
+    ``run`` id), and the earlier rows of submissions this run did not cover;
+    no earlier row of a submission in ``covered`` (those of ``verdicts`` and
+    any others this run graded) is kept, even if this run has none of its
+    own for it."""
+    covered = {*covered, *((v.assignment, v.student) for v in verdicts)}
     rows = {}
     if path.is_file():
         with open(path, newline="") as f:
             for row in csv.DictReader(f):
-                if set(CSV_COLUMNS) <= set(row):
-                    rows[(row["assignment"], row["student_id"])] = {k: row[k] for k in CSV_COLUMNS}
+                if set(EARLIER_COLUMNS) <= set(row) and (row["assignment"], row["student_id"]) not in covered:
+                    rows[(row["assignment"], row["student_id"])] = {k: row.get(k) or "" for k in CSV_COLUMNS}
     for v in verdicts:
         rows[(v.assignment, v.student)] = {
             "assignment": v.assignment,
@@ -29,6 +39,8 @@ def write_csv(path: Path, verdicts) -> Path:
             "max_score": f"{v.max_score:g}",
             "flagged": "yes" if v.flagged else "no",
             "reason": printable(v.reason),
+            "seed": "" if seed is None else str(seed),
+            "run": printable(run),
         }
     partial = path.with_name(f".{path.name}.part")
     # (every field escaped: a student id or score from an earlier file as much as this run's reasons)
@@ -39,6 +51,25 @@ def write_csv(path: Path, verdicts) -> Path:
             writer.writerow(rows[key])
     partial.replace(path)
     return path
+
+
+def forget_rows(root: Path, covered, out) -> int:
+    """After a run that graded ``covered`` without verifying them
+    (GRADING_VERIFY=off, or no sandbox): remove their rows of earlier runs
+    from ``root``'s integrity.csv, if it has any, since they judged grades
+    the gradebook no longer holds. Returns how many were removed."""
+    path = Path(root) / CSV_NAME
+    if not path.is_file():
+        return 0
+    with open(path, newline="") as f:
+        before = sum(1 for _ in csv.DictReader(f))
+    write_csv(path, [], covered=covered)
+    with open(path, newline="") as f:
+        removed = before - sum(1 for _ in csv.DictReader(f))
+    if removed:
+        print(f"not verified this run: {removed} row(s) of earlier runs removed from {path} (their submissions "
+              f"were graded again)", file=out, flush=True)
+    return removed
 
 
 def report(verdicts, path, seconds, out):

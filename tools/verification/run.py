@@ -5,7 +5,6 @@ thread), the gradebook's scores compared and integrity.csv written
 
 from __future__ import annotations
 
-import os
 import secrets
 import sys
 import tempfile
@@ -40,22 +39,40 @@ def nbgrader_scores(db_url: str, wanted):
 
 
 def run_seed(seed=None) -> int:
-    if seed is None and os.environ.get("VERIFY_SEED"):
-        seed = os.environ["VERIFY_SEED"]
+    """``seed`` (a number, or its text), or a fresh one if it is None."""
     if seed is None:
         return secrets.randbits(63)
-    return int(str(seed), 0)
+    try:
+        return int(str(seed), 0)
+    except ValueError:
+        raise SystemExit(f"a verification seed is a whole number (as integrity.csv's seed column holds), "
+                         f"not {seed!r}") from None
 
 
-def verify(course, todo=None, assignments=(), jobs=None, seed=None, out=sys.stdout):
+def new_run_id() -> str:
+    """A name for one run of make grade or of verification: when it started
+    (UTC) and a few random characters, so two runs in one second differ."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def verify(course, todo=None, assignments=(), jobs=None, seed=None, out=sys.stdout, students=()):
     """Verify submissions of a course folder and write its integrity.csv.
 
     ``todo`` lists ``(assignment, student)`` pairs (default: every submission
-    of ``assignments``, or of all assignments). Returns the verdicts.
+    of ``assignments``, or of all assignments, of ``students`` only if given).
+    ``seed``: default, the course's setting (VERIFY_SEED), else a fresh one.
+    Returns the verdicts.
     """
     settings = CourseSettings.read(course)
     if todo is None:
         todo = settings.layout.submissions(assignments)
+        if students:
+            missing = sorted(set(students) - {s for _, s in todo})
+            if missing:
+                raise SystemExit(f"no submission of {' or '.join(assignments) or 'any assignment'} by "
+                                 f"{', '.join(map(printable, missing))} under "
+                                 f"{settings.layout.root / settings.layout.submitted}")
+            todo = [(a, s) for a, s in todo if s in students]
     todo = sorted(todo)
     jobs = max(1, int(jobs or default_jobs()))
     staging = Path(tempfile.mkdtemp(prefix="verify-"))
@@ -66,7 +83,7 @@ def verify(course, todo=None, assignments=(), jobs=None, seed=None, out=sys.stdo
         done = run.verify_each(todo, jobs)
     finally:
         remove_quietly(staging)
-    return run.conclude(done, out)
+    return run.conclude(done, out, covered=todo)
 
 
 @dataclass
@@ -83,11 +100,14 @@ class Verification:
     staging: Path
     started: float
     seconds: float = 0.0  # time spent verifying (summed over workers when they verify)
+    warm: bool = True  # the course's setting (CourseSettings.warm): children of warm templates
+    run_id: str = ""  # the run integrity.csv names (make grade's, or this verification's own)
 
     @classmethod
-    def start(cls, settings: CourseSettings, todo, seed, staging: Path, out, alongside=False):
+    def start(cls, settings: CourseSettings, todo, seed, staging: Path, out, alongside=False, run_id=None):
         """Prepare every assignment of ``todo``; None (and why, printed) if
-        student code cannot run in the sandbox here."""
+        student code cannot run in the sandbox here. ``seed``: None for the
+        course's (``settings.verify_seed``: VERIFY_SEED), else a fresh one."""
         from ..sandbox.bubblewrap import SandboxUnavailable, check_available
 
         try:
@@ -95,12 +115,12 @@ class Verification:
         except SandboxUnavailable as error:
             print(f"NOT VERIFIED: verification runs student code in the sandbox: {error}", file=out, flush=True)
             return None
-        seed = run_seed(seed)
+        seed = run_seed(settings.verify_seed if seed is None else seed)
         print(f"verifying {len(todo)} submission(s) outside the notebook"
               f"{', each right after it is graded,' if alongside else ''} with seed {seed} "
               f"(VERIFY_SEED={seed} repeats this run)", file=out, flush=True)
         layout = settings.layout
-        run = cls(layout, seed, {}, staging, time.monotonic())
+        run = cls(layout, seed, {}, staging, time.monotonic(), warm=settings.warm, run_id=run_id or new_run_id())
         for name in sorted({a for a, _ in todo}):
             try:
                 run.prepared[name] = prepare(name, layout.source_notebook(name), seed, staging, settings.verification)
@@ -124,7 +144,7 @@ class Verification:
         started = time.monotonic()
         templates = Templates(self.staging, max((p.limits.memory_bytes for p in prepared.values()), default=0),
                               preload_for(*(layout.root / layout.source / name / f"{name}.ipynb"
-                                            for name in prepared)))
+                                            for name in prepared)), warm=self.warm)
 
         def one(index_item):
             index, (name, student) = index_item
@@ -155,10 +175,12 @@ class Verification:
         verdict.student = student
         return verdict
 
-    def conclude(self, done, out, not_graded=None) -> list:
+    def conclude(self, done, out, not_graded=None, covered=()) -> list:
         """Compare the verdicts with the gradebook's scores, write integrity.csv, report.
         ``not_graded`` ({(assignment, student): why}) are the submissions that
-        failed to grade this run: each gets a flagged row saying why."""
+        failed to grade this run: each gets a flagged row saying why.
+        ``covered``: every (assignment, student) this run graded or verified;
+        integrity.csv keeps no earlier run's row of any of them."""
         prepared, layout = self.prepared, self.layout
         verdicts = []
         scores = nbgrader_scores(layout.db_url, [(v.assignment, Path(prepared[v.assignment].notebook).stem,
@@ -175,7 +197,8 @@ class Verification:
         for (assignment, student), why in sorted((not_graded or {}).items()):
             if assignment in prepared:
                 verdicts.append(Verdict(assignment, student, prepared[assignment].max_score, not_graded=why))
-        path = write_csv(layout.root / CSV_NAME, verdicts)
+        path = write_csv(layout.root / CSV_NAME, verdicts, seed=self.seed, run=self.run_id,
+                         covered={*covered, *((v.assignment, v.student) for v in done)})
         report(verdicts, path, self.seconds, out)
         return verdicts
 
@@ -193,10 +216,10 @@ class Templates:
     once per thread. A template that fails is replaced; meanwhile that
     submission is verified in a fresh sandboxed Python."""
 
-    def __init__(self, staging: Path, memory_bytes: int, preload=("torch",)):
+    def __init__(self, staging: Path, memory_bytes: int, preload=("torch",), warm=True):
         import threading
 
-        self.staging, self.memory_bytes, self.preload = staging, memory_bytes, list(preload)
+        self.staging, self.memory_bytes, self.preload, self.warm = staging, memory_bytes, list(preload), warm
         self.local = threading.local()
         self.lock = threading.Lock()
         self.started = []
@@ -204,7 +227,7 @@ class Templates:
     def verify(self, assignment: Assignment, notebook: Path, workdir: Path) -> Verdict:
         from ..sandbox import warm
 
-        if not warm.enabled():
+        if not self.warm:
             return verify_submission(assignment, notebook, workdir)
         template = getattr(self.local, "template", None)
         if template is None or not template.alive():

@@ -80,19 +80,20 @@ def run_checks_in_sandbox(assignment: Assignment, notebook: Path, workdir: Path,
     return ChecksRan(cells, added, status, problem, time.monotonic() - start)
 
 
-def run_checks_in_worker(assignment: Assignment, notebook: Path, workdir: Path) -> ChecksRan:
+def run_checks_in_worker(assignment: Assignment, notebook: Path, workdir: Path, warm_template=True) -> ChecksRan:
     """Run one submission's checks in a child of this process's kernel
     template (tools/sandbox/warm.py), the one its notebook's kernel was forked from: no
     second template, and no second start of Python and PyTorch. make grade's
     workers run this right after autograde; ``workdir`` must be under the
     template's folders. Without a template, a fresh sandboxed Python runs it.
     The process that started the run judges the results (``judge_checks``):
-    a worker, forked from it, must not run PyTorch operations."""
+    a worker, forked from it, must not run PyTorch operations.
+    ``warm_template``: the course's setting (CourseSettings.warm)."""
     from ..sandbox import warm
 
     workdir.mkdir(parents=True, exist_ok=True)
     template = None
-    if warm.enabled():
+    if warm_template:
         try:
             template = warm.kernel_template(workdir, assignment.limits.memory_bytes)
         except Exception:  # noqa: BLE001 - then a fresh sandboxed Python

@@ -1,6 +1,7 @@
 """Verify every graded submission outside its notebook's kernel.
 
-Usage: ``python -m tools.verification.verify [ASSIGNMENT ...] [--course FOLDER] [--jobs N] [--seed S]``.
+Usage: ``python -m tools.verification.verify [ASSIGNMENT ...] [--student ID ...] [--course FOLDER] [--jobs N]
+[--seed S]`` (with the seed of a row of integrity.csv, it repeats that row's verification: instructor/integrity.md).
 ``make grade`` (``tools.grading.run``) verifies each submission right after grading
 it, in the grading worker (``Verification``, ``run_checks_in_worker``); run
 this alone to verify again what the gradebook holds. CONTRIBUTING.md, "How
@@ -45,9 +46,13 @@ def main(argv=None):
     parser.add_argument("assignments", nargs="*", help="assignments to verify (default: all with submissions)")
     parser.add_argument("--course", default=str(ROOT), help="the course folder (default: the repository)")
     parser.add_argument("--jobs", type=int, default=None, help="parallel sandboxes (default: number of cores)")
-    parser.add_argument("--seed", default=None, help="repeat a run's inputs (its printed seed)")
+    parser.add_argument("--student", action="append", default=[],
+                        help="verify this student's submissions only (repeatable)")
+    parser.add_argument("--seed", default=None,
+                        help="repeat a run's inputs (the seed column of integrity.csv, or the printed seed)")
     args = parser.parse_args(argv)
-    verdicts = verify(Path(args.course), assignments=args.assignments, jobs=args.jobs, seed=args.seed)
+    verdicts = verify(Path(args.course), assignments=args.assignments, jobs=args.jobs, seed=args.seed,
+                      students=tuple(args.student))
     return 1 if any(v.flagged for v in verdicts) else 0
 
 
