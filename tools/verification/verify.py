@@ -53,6 +53,10 @@ HARNESS = Path(__file__).resolve().parent / "harness.py"
 SPEC_PACKAGE = "course_checks"  # the name under which each assignment's verification.py is loaded
 CSV_NAME = "integrity.csv"
 CSV_COLUMNS = ["assignment", "student_id", "nbgrader_score", "verified_score", "max_score", "flagged", "reason"]
+# causes.csv: one row per graded cell of each verified submission (instructor/report.md).
+CAUSES_CSV = "causes.csv"
+CAUSES_COLUMNS = ["assignment", "student_id", "grade_id", "points", "nbgrader", "verified", "attempted", "cause",
+                  "seconds"]
 
 MAX_NOTEBOOK_BYTES = 50 * 1024**2
 
@@ -83,6 +87,7 @@ class Assignment:
     checks: dict  # {grade_id: (probes, judge)}
     inputs: Path
     limits: VerificationLimits = VerificationLimits()
+    causes: frozenset = frozenset()  # the codes its checks may report (the spec's CAUSES and the general ones)
 
     @property
     def max_score(self):
@@ -214,7 +219,11 @@ def prepare(assignment: str, source_notebook: Path, seed: int, staging: Path,
         plan.add_check(grade_id, spec.CHECKS[grade_id])
     inputs = staging / f"inputs-{assignment}"
     plan.write_inputs(inputs)
-    return Assignment(assignment, source_notebook.name, steps, points, solution_ids, plan.checks, inputs, limits)
+    from .probes import GENERAL_CAUSES
+
+    causes = frozenset(getattr(spec, "CAUSES", {})) | frozenset(GENERAL_CAUSES)
+    return Assignment(assignment, source_notebook.name, steps, points, solution_ids, plan.checks, inputs, limits,
+                      causes)
 
 
 def run_order(assignment: Assignment, cells: dict, added: dict | None = None):
@@ -263,6 +272,8 @@ class CellVerdict:
     nbgrader: float | None
     why: str = ""
     nbgrader_error: str = ""  # the head of the error nbgrader's test cell showed, if make grade read it
+    cause: str = ""  # the code of the likely mistake, if verification failed the cell ("other" if unknown)
+    attempted: bool = True  # False if every solution cell before it is missing or still the release's stub
 
     @property
     def disagrees(self) -> bool:
@@ -391,7 +402,7 @@ def judge_checks(assignment: Assignment, ran: ChecksRan, workdir: Path) -> Verdi
 
 
 def judge_result_files(assignment: Assignment, verdict: Verdict, results: Path, status: str, cells, added=None):
-    from .probes import CheckResults, Fail, ResultsFolder
+    from .probes import OTHER, CheckResults, Fail, ResultsFolder, clear_diagnosis, failed_cause
 
     folder = None
     if cells is not None:
@@ -402,12 +413,15 @@ def judge_result_files(assignment: Assignment, verdict: Verdict, results: Path, 
     notes = []  # what went wrong in the cells before each check
     order = run_order(assignment, cells or {}, added) if cells is not None else [
         ("check", s.name, None) for s in assignment.steps if s.kind == "check"]
+    attempted = False  # whether a solution cell since the previous check holds the student's own code
     try:
         n = 0  # the step number in the program actually run
-        for kind, name, _ in order:
+        for kind, name, code in order:
             if kind == "missing":
                 notes.append(f"solution cell {name} is missing")
                 continue
+            if kind == "student" and not is_stub(code):
+                attempted = True
             record = None
             if folder is not None:
                 try:
@@ -427,29 +441,47 @@ def judge_result_files(assignment: Assignment, verdict: Verdict, results: Path, 
             if kind != "check":
                 continue
             points = assignment.points[name]
-            cell = CellVerdict(name, points, 0.0, None)
+            cell = CellVerdict(name, points, 0.0, None, attempted=attempted)
+            attempted = False
             verdict.cells.append(cell)
             if folder is None:
-                cell.why = verdict.problem or "not verified"
+                cell.why, cell.cause = verdict.problem or "not verified", "no_result"
             elif record is None:
                 cell.why = f"the check never ran: the process stopped before it ({status})"
+                cell.cause = "no_result"
             elif "bad" in record:
-                cell.why = f"unreadable results: {record['bad']}"
+                cell.why, cell.cause = f"unreadable results: {record['bad']}", "bad_result"
             else:
+                clear_diagnosis()
                 try:
                     check_results = CheckResults(record, folder)
                     assignment.checks[name][1](check_results)
                     cell.verified = points
                 except Fail as error:
                     cell.why = str(error)[:400]
+                    cell.cause = failed_cause(error)
                 except Exception as error:  # noqa: BLE001 - data the judge did not expect fails the check
                     cell.why = f"{type(error).__name__} while judging: {str(error)[:300]}"
+                    cell.cause = failed_cause(error)
+                if cell.cause and cell.cause not in assignment.causes:
+                    cell.cause = OTHER  # a code its spec does not declare is no code
+            if not cell.attempted and cell.verified == 0:
+                cell.cause = "not_attempted"
                 if cell.verified == 0 and notes:
                     cell.why += f" [{'; '.join(notes[:3])}]"
             notes = [note for note in notes if "course's cell" in note]
     finally:
         if folder is not None:
             folder.close()
+
+
+STUB = re.compile(r"^[ \t]*# YOUR CODE HERE[ \t]*\n[ \t]*raise NotImplementedError\(\)[ \t]*$", re.MULTILINE)
+
+
+def is_stub(code) -> bool:
+    """Whether a solution cell still holds the release's stub (nbgrader's "# YOUR CODE HERE" and
+    NotImplementedError where the solution was)."""
+    return not isinstance(code, str) or bool(STUB.search(code))
 
 
 # --- the whole course -------------------------------------------------------
@@ -609,6 +641,7 @@ class Verification:
             if assignment in prepared:
                 verdicts.append(Verdict(assignment, student, prepared[assignment].max_score, not_graded=why))
         path = write_csv(layout.root / CSV_NAME, verdicts)
+        write_causes(layout.root / CAUSES_CSV, verdicts)
         report(verdicts, path, self.seconds, out)
         return verdicts
 
@@ -723,6 +756,40 @@ def write_csv(path: Path, verdicts) -> Path:
     # (every field escaped: a student id or score from an earlier file as much as this run's reasons)
     with open(partial, "w", newline="", encoding="utf-8", errors="backslashreplace") as f:
         writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
+        writer.writeheader()
+        for key in sorted(rows):
+            writer.writerow(rows[key])
+    partial.replace(path)
+    return path
+
+
+def write_causes(path: Path, verdicts) -> Path:
+    """causes.csv: for each graded cell of this run's verified submissions, its points (nbgrader's and
+    verified), whether the student attempted it and the code of the likely mistake; earlier rows of
+    submissions not verified now are kept."""
+    rows = {}
+    if path.is_file():
+        with open(path, newline="", encoding="utf-8", errors="backslashreplace") as f:
+            for row in csv.DictReader(f):
+                if set(CAUSES_COLUMNS) <= set(row):
+                    rows[(row["assignment"], row["student_id"], row["grade_id"])] = {k: row[k] for k in CAUSES_COLUMNS}
+    for v in verdicts:
+        if v.not_graded:
+            continue
+        for key in [k for k in rows if k[:2] == (v.assignment, v.student)]:
+            del rows[key]
+        for c in v.cells:
+            rows[(v.assignment, v.student, c.grade_id)] = {
+                "assignment": v.assignment, "student_id": v.student, "grade_id": c.grade_id,
+                "points": f"{c.points:g}", "nbgrader": "" if c.nbgrader is None else f"{c.nbgrader:g}",
+                "verified": f"{c.verified:g}", "attempted": "yes" if c.attempted else "no",
+                # nbgrader withheld points that verification confirms: its hidden test is stricter than the check
+                "cause": c.cause or ("stricter_test" if c.nbgrader is not None and c.nbgrader < c.verified else ""),
+                "seconds": f"{v.seconds:.2f}",
+            }
+    partial = path.with_name(f".{path.name}.part")
+    with open(partial, "w", newline="", encoding="utf-8", errors="backslashreplace") as f:
+        writer = csv.DictWriter(f, fieldnames=CAUSES_COLUMNS)
         writer.writeheader()
         for key in sorted(rows):
             writer.writerow(rows[key])
