@@ -413,15 +413,19 @@ def judge_result_files(assignment: Assignment, verdict: Verdict, results: Path, 
     notes = []  # what went wrong in the cells before each check
     order = run_order(assignment, cells or {}, added) if cells is not None else [
         ("check", s.name, None) for s in assignment.steps if s.kind == "check"]
-    attempted = False  # whether a solution cell since the previous check holds the student's own code
+    # Whether a solution cell since the previous check holds the student's own code; a check with no solution
+    # cell of its own since the previous one tests the same cells as that one.
+    attempted, seen, attempted_before = False, False, True
     try:
         n = 0  # the step number in the program actually run
         for kind, name, code in order:
             if kind == "missing":
                 notes.append(f"solution cell {name} is missing")
+                seen = True
                 continue
-            if kind == "student" and not is_stub(code):
-                attempted = True
+            if kind == "student":
+                seen = True
+                attempted = attempted or not is_stub(code)
             record = None
             if folder is not None:
                 try:
@@ -441,8 +445,10 @@ def judge_result_files(assignment: Assignment, verdict: Verdict, results: Path, 
             if kind != "check":
                 continue
             points = assignment.points[name]
-            cell = CellVerdict(name, points, 0.0, None, attempted=attempted)
-            attempted = False
+            if seen:
+                attempted_before = attempted
+            cell = CellVerdict(name, points, 0.0, None, attempted=attempted_before)
+            attempted, seen = False, False
             verdict.cells.append(cell)
             if folder is None:
                 cell.why, cell.cause = verdict.problem or "not verified", "no_result"
