@@ -1,4 +1,5 @@
 # Chapter 9's tiled_attention with the padding mask accepted and ignored: padding keys get weight, and a query without any key gets an average.
+# cause: flash_no_keys_not_zero
 # %% cell: padded_tiled_attention
 def padded_tiled_attention(q, k, v, key_padding_mask, block_size, causal=False):
     Tq, Tk = q.shape[-2], k.shape[-2]
