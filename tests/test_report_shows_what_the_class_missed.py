@@ -26,12 +26,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import graded_assignments, submission_name
-from tools.nbgrader_course import hidden_lines, solution_code
+from tools.assignments.nbgrader_course import hidden_lines, solution_code
 from tools.paths import SOLUTIONS, wrong_implementations
 from tools.report.data import read_course
 from tools.report.pages import write_report
 from tools.verification.probes import GENERAL_CAUSES
-from tools.verify import CAUSES_COLUMNS, CAUSES_CSV, load_spec
+from tools.verification.verify import CAUSES_COLUMNS, CAUSES_CSV, load_spec
 
 ASSIGNMENTS = graded_assignments()
 CAUSE_LINE = re.compile(r"^# cause: ([a-z0-9_]+)$")
@@ -181,7 +181,7 @@ LAYOUT = """() => {
 
 def test_the_pages_work_offline_at_laptop_and_phone_width(report):
     from tests.test_site_works_offline_in_a_browser import browser_missing
-    from tools.site_browser import launch, offline_context, serve
+    from tools.site.browser import launch, offline_context, serve
 
     reason = browser_missing()
     if reason:

@@ -2,7 +2,7 @@
 
 - the gradebook (nbgrader's database): each submission's points per graded cell (a *task*), whether it
   was late, and every student of the course;
-- ``causes.csv`` (tools/verify.py): for each graded cell of each verified submission, whether the student
+- ``causes.csv`` (tools/verification/verify.py): for each graded cell of each verified submission, whether the student
   attempted it (a solution cell before it holds more than the release's stub), the code of the likely
   mistake (tools/verification/probes.py, "Causes as data") and how long verification took;
 - ``integrity.csv``: the submissions flagged for a look, and those NOT GRADED in the last run.
@@ -159,7 +159,7 @@ class AssignmentReport:
 
 def spec_causes(root: Path, assignment: str) -> dict:
     """{code: (name, section)}: the assignment's own causes (its verification.py's CAUSES), then the general ones."""
-    from ..verify import load_spec
+    from ..verification.verify import load_spec
 
     causes = {code: (text, "") for code, text in GENERAL_CAUSES.items()}
     try:
@@ -177,7 +177,7 @@ def read_course(root: Path, assignments=()):
     and every student of the gradebook."""
     from nbgrader.api import Gradebook
 
-    from ..verify import CAUSES_COLUMNS, CAUSES_CSV, CSV_COLUMNS, CSV_NAME
+    from ..verification.verify import CAUSES_COLUMNS, CAUSES_CSV, CSV_COLUMNS, CSV_NAME
 
     root = Path(root).absolute()
     layout = CourseSettings.read(root).layout
