@@ -58,6 +58,36 @@ def test_every_wrong_implementation_states_a_cause_its_checks_know(assignment):
     assert not unknown, f"{assignment}: causes no check of it may report (CAUSES in its verification.py): {unknown}"
 
 
+def test_a_failed_check_reports_the_cause_it_names_and_other_when_it_names_none():
+    from tools.verification.probes import Fail, clear_diagnosis, diagnosis, expect, failed_cause
+
+    def failure(judge):
+        clear_diagnosis()
+        try:
+            judge()
+        except Fail as error:
+            return failed_cause(error)
+        return None
+
+    assert failure(lambda: expect(False, "wrong", cause="mask_inverted")) == "mask_inverted"
+    assert failure(lambda: expect(False, f"wrong: {diagnosis('offset', 'off by m')}")) == "offset"
+    assert failure(lambda: expect(False, "wrong")) == "other"
+    # A diagnosis made for a comparison that passed is not the cause of a later failure.
+    assert failure(lambda: (expect(True, diagnosis("offset", "")), expect(False, "wrong"))) == "other"
+    # The code given to the failing comparison wins over an earlier diagnosis.
+    assert failure(lambda: expect(False, diagnosis("offset", "x"), cause="changes_dtype")) == "changes_dtype"
+    assert failure(lambda: None) is None
+
+
+def test_a_task_is_attempted_unless_its_cells_hold_the_release_stub():
+    from tools.verification.verify import is_stub
+
+    stub = 'def f(x):\n    """Doc."""\n    # YOUR CODE HERE\n    raise NotImplementedError()\n'
+    assert is_stub(stub) and is_stub(None)
+    assert not is_stub('def f(x):\n    """Doc."""\n    return x\n')
+    assert not is_stub('def f(x):\n    # YOUR CODE HERE\n    return x  # raise NotImplementedError() was here\n')
+
+
 def cause_rows(course):
     with open(course.workdir / CAUSES_CSV, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -144,8 +174,11 @@ def test_no_page_shows_a_hidden_test_a_reference_value_or_an_assignment_pages_st
     assert "untouched-release" in pages["index.html"], "the course page should list the students who may need help"
 
 
-def test_the_report_is_its_owners_only(report):
+def test_the_report_is_its_owners_only(report, graded_course):
+    """In the course folder, which on the hub is in the instructor's home (hub.py: mode 700), and its owner's only
+    even where the course folder is not: students cannot reach it."""
     folder, _ = report
+    assert folder == graded_course().workdir / "reports"
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     for path in folder.iterdir():
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path.name
