@@ -89,10 +89,12 @@ def test_a_task_is_attempted_unless_its_cells_hold_the_release_stub():
 
 
 def cause_rows(course):
+    """causes.csv's rows, each assignment's cells in the notebook's order (that of its checks)."""
     with open(course.workdir / CAUSES_CSV, newline="") as f:
         rows = list(csv.DictReader(f))
     assert rows and set(CAUSES_COLUMNS) <= set(rows[0])
-    return rows
+    order = {a: list(load_spec(a).CHECKS) for a in {r["assignment"] for r in rows}}
+    return sorted(rows, key=lambda r: (r["assignment"], r["student_id"], order[r["assignment"]].index(r["grade_id"])))
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

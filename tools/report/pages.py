@@ -105,13 +105,14 @@ def task_picture(task) -> str:
 def distribution_picture(reports) -> str:
     """Every assignment's totals, as percentages, side by side (one box and its points each)."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(reports) + 1.5), 3.0))
+    # Narrow enough that a phone shows it near its natural size, so that its labels stay legible.
+    fig, ax = plt.subplots(figsize=(max(3.6, 0.5 * len(reports) + 1.0), 3.0))
     data = [[100 * t / r.max_score for t in r.totals.values()] if r.max_score else [0.0] for r in reports]
     ax.boxplot(data, widths=0.5, showfliers=False)
     for n, values in enumerate(data, start=1):
         offsets = [((k % 7) - 3) * 0.04 for k in range(len(values))]
         ax.scatter([n + o for o in offsets], sorted(values), s=10, color="#4c72b0", alpha=0.7, zorder=3)
-    ax.set_xticks(range(1, len(reports) + 1), [r.name.split("_")[0] for r in reports])
+    ax.set_xticks(range(1, len(reports) + 1), [r.name.split("_")[0] for r in reports], rotation=90 if len(reports) > 5 else 0)
     ax.set_ylabel("total, % of the maximum")
     ax.set_ylim(-5, 105)
     ax.spines[["top", "right"]].set_visible(False)
