@@ -241,14 +241,15 @@ def students_needing_help(reports, students):
     """[(student, why)] for the course page: a missing submission, a low mean, or a falling grade."""
     result = []
     for student in students:
-        why = []
-        percentages = []
+        why, missing, percentages = [], [], []
         for report in reports:
             if student not in report.totals:
-                why.append(f"no submission of {report.name}")
+                missing.append(report.name.split("_")[0])
                 continue
             if report.max_score > 0:
                 percentages.append(100.0 * report.totals[student] / report.max_score)
+        if missing:
+            why.append(f"no submission of {', '.join(missing)} ({len(missing)} of {len(reports)})")
         if percentages and statistics.fmean(percentages) < LOW_MEAN:
             why.append(f"mean {statistics.fmean(percentages):.0f}% over {len(percentages)} assignment(s)")
         if len(percentages) >= 2:
