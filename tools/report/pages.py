@@ -37,12 +37,18 @@ figcaption { font-size: 0.9rem; color: #444; }
 .task { border-top: 2px solid #ddd; padding-top: 0.5rem; }
 .grid { display: flex; flex-wrap: wrap; gap: 1rem; } .grid > * { flex: 1 1 18rem; min-width: 0; }
 code { font-size: 0.95em; overflow-wrap: anywhere; }
+td > code { overflow-wrap: normal; }
 p, li, td, th { overflow-wrap: anywhere; }
 """
 
 
 def esc(text) -> str:
     return html.escape(str(text), quote=True)
+
+
+def name_html(name) -> str:
+    """A task's name, escaped, free to break after each underscore (a phone's column is narrow)."""
+    return esc(name).replace("_", "_<wbr>")
 
 
 def section_name(section: str) -> str:
@@ -186,12 +192,12 @@ def assignment_page(report) -> str:
     parts.append('<div class="scroll"><table><thead><tr>' + "".join(
         f'<th{" class=n" if n else ""}>{esc(h)}</th>' for n, h in enumerate(head)) + "</tr></thead><tbody>")
     for task in report.tasks:
-        parts.append(f"<tr><td><code>{esc(task.name)}</code></td><td class=n>{task.max_points:g}</td>"
+        parts.append(f"<tr><td><code>{name_html(task.name)}</code></td><td class=n>{task.max_points:g}</td>"
                      f"<td class=n>{percent(task.share_full)}</td><td class=n>{percent(task.share_not_attempted)}</td>"
                      f"<td class=n>{task.mean:.2f}</td><td class=n>{fmt(task.discrimination)}</td></tr>")
     parts.append("</tbody></table></div>")
     for task in report.tasks:
-        parts.append(f'<section class="task"><h3><code>{esc(task.name)}</code></h3><div class="grid">')
+        parts.append(f'<section class="task"><h3><code>{name_html(task.name)}</code></h3><div class="grid">')
         parts.append(f"<figure>{task_picture(task)}<figcaption>Points of {task.n} submission(s): "
                      f"{task.full} with full marks ({percent(task.share_full)}), {task.not_attempted} not attempted "
                      f"({percent(task.share_not_attempted)}).</figcaption></figure>")
