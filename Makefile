@@ -9,6 +9,9 @@
 #   make release  regenerate exercises/ (student notebooks) from solutions/
 #   make grade    autograde submitted/, write feedback/ and grades.csv
 #                 (ASSIGNMENT=..., COURSE=folder, JOBS=workers)
+#   make report   after make grade: what the class understood, per task, as
+#                 HTML pages and CSV in reports/ (instructor/report.md;
+#                 ASSIGNMENT=..., COURSE=folder)
 #   make screenshots  every page at laptop and phone width, light and dark,
 #                 into _build/screenshots/ (builds the book first if needed)
 #   make hub      a local JupyterHub with the course, to try it as students do
@@ -34,7 +37,7 @@ export PATH := $(BIN):$(PATH)
 export JUPYTER_PLATFORM_DIRS := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: venv book test check release grade hub hub-clean chapters screenshots clean
+.PHONY: venv book test check release grade report hub hub-clean chapters screenshots clean
 
 venv: $(STAMP)
 
@@ -72,13 +75,16 @@ test: $(STAMP)
 check: $(STAMP)
 	COURSE_ASSIGNMENTS=$(ASSIGNMENT) $(BIN)/python -m pytest -p no:cacheprovider $(PYTEST_ARGS) \
 	  tests/test_wrong_implementations_lose_points.py tests/test_visible_tests_warn_at_the_mistake.py tests/test_feedback_hides_hidden_tests.py tests/test_feedback_teaches_without_telling.py \
-	  tests/test_grades_cannot_be_faked.py tests/test_release_is_exactly_the_generated_one.py
+	  tests/test_grades_cannot_be_faked.py tests/test_release_is_exactly_the_generated_one.py tests/test_report_shows_what_the_class_missed.py
 
 release: $(STAMP)
 	$(BIN)/python -m tools.assignments.release $(ASSIGNMENT)
 
 grade: $(STAMP)
 	$(BIN)/python -m tools.grading --course "$(or $(COURSE),$(CURDIR))" $(if $(JOBS),--jobs $(JOBS)) $(ASSIGNMENT)
+
+report: $(STAMP)
+	$(BIN)/python -m tools.report --course "$(or $(COURSE),$(CURDIR))" $(ASSIGNMENT)
 
 hub: $(STAMP)
 	$(BIN)/python -m tools.hub $(if $(PORT),--port $(PORT)) $(if $(IP),--ip $(IP))

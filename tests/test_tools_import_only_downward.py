@@ -2,7 +2,7 @@
 
 The layers, from the top (CONTRIBUTING.md, "Where things are"):
 
-- the programs: ``grading`` (make grade), ``hub`` (make hub), ``site`` (make book);
+- the programs: ``grading`` (make grade), ``report`` (make report), ``hub`` (make hub), ``site`` (make book);
 - what they are made of: ``verification``, ``feedback``, ``assignments``;
 - ``sandbox``, where a submission's code runs (verification runs its checks there);
 - the root modules: ``paths``, ``course_settings``, ``lateness``, ``nbgrader_patches``, ``notebook_checks``.
@@ -20,7 +20,7 @@ from tools.paths import ROOT
 
 TOOLS = ROOT / "tools"
 LAYERS = {
-    "grading": 4, "hub": 4, "site": 4,
+    "grading": 4, "report": 4, "hub": 4, "site": 4,
     "verification": 3, "feedback": 3, "assignments": 3,
     "sandbox": 2,
     "": 1,  # the modules at the root of tools/

@@ -4,6 +4,7 @@ data and compared with the run's references here, cell by cell (``Verdict``,
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,8 @@ class CellVerdict:
     nbgrader: float | None
     why: str = ""
     nbgrader_error: str = ""  # the head of the error nbgrader's test cell showed, if make grade read it
+    cause: str = ""  # the code of the likely mistake, if verification failed the cell ("other" if unknown)
+    attempted: bool = True  # False if every solution cell before it is missing or still the release's stub
 
     @property
     def disagrees(self) -> bool:
@@ -80,7 +83,7 @@ def judge_checks(assignment: Assignment, ran: ChecksRan, workdir: Path) -> Verdi
 
 
 def judge_result_files(assignment: Assignment, verdict: Verdict, results: Path, status: str, cells, added=None):
-    from .probes import CheckResults, Fail, ResultsFolder
+    from .probes import OTHER, CheckResults, Fail, ResultsFolder, clear_diagnosis, failed_cause
 
     folder = None
     if cells is not None:
@@ -91,12 +94,19 @@ def judge_result_files(assignment: Assignment, verdict: Verdict, results: Path, 
     notes = []  # what went wrong in the cells before each check
     order = run_order(assignment, cells or {}, added) if cells is not None else [
         ("check", s.name, None) for s in assignment.steps if s.kind == "check"]
+    # Whether a solution cell since the previous check holds the student's own code; a check with no solution
+    # cell of its own since the previous one tests the same cells as that one.
+    attempted, seen, attempted_before = False, False, True
     try:
         n = 0  # the step number in the program actually run
-        for kind, name, _ in order:
+        for kind, name, code in order:
             if kind == "missing":
                 notes.append(f"solution cell {name} is missing")
+                seen = True
                 continue
+            if kind == "student":
+                seen = True
+                attempted = attempted or not is_stub(code)
             record = None
             if folder is not None:
                 try:
@@ -116,29 +126,49 @@ def judge_result_files(assignment: Assignment, verdict: Verdict, results: Path, 
             if kind != "check":
                 continue
             points = assignment.points[name]
-            cell = CellVerdict(name, points, 0.0, None)
+            if seen:
+                attempted_before = attempted
+            cell = CellVerdict(name, points, 0.0, None, attempted=attempted_before)
+            attempted, seen = False, False
             verdict.cells.append(cell)
             if folder is None:
-                cell.why = verdict.problem or "not verified"
+                cell.why, cell.cause = verdict.problem or "not verified", "no_result"
             elif record is None:
                 cell.why = f"the check never ran: the process stopped before it ({status})"
+                cell.cause = "no_result"
             elif "bad" in record:
-                cell.why = f"unreadable results: {record['bad']}"
+                cell.why, cell.cause = f"unreadable results: {record['bad']}", "bad_result"
             else:
+                clear_diagnosis()
                 try:
                     check_results = CheckResults(record, folder)
                     assignment.checks[name][1](check_results)
                     cell.verified = points
                 except Fail as error:
                     cell.why = str(error)[:400]
+                    cell.cause = failed_cause(error)
                 except Exception as error:  # noqa: BLE001 - data the judge did not expect fails the check
                     cell.why = f"{type(error).__name__} while judging: {str(error)[:300]}"
+                    cell.cause = failed_cause(error)
+                if cell.cause and cell.cause not in assignment.causes:
+                    cell.cause = OTHER  # a code its spec does not declare is no code
                 if cell.verified == 0 and notes:
                     cell.why += f" [{'; '.join(notes[:3])}]"
+            if not cell.attempted and cell.verified == 0:
+                cell.cause = "not_attempted"
             notes = [note for note in notes if "course's cell" in note]
     finally:
         if folder is not None:
             folder.close()
+
+
+STUB = re.compile(r"^[ \t]*# YOUR CODE HERE[ \t]*\n[ \t]*raise NotImplementedError\(\)[ \t]*$", re.MULTILINE)
+
+
+def is_stub(code) -> bool:
+    """Whether a solution cell still holds the release's stub (nbgrader's "# YOUR CODE HERE" and
+    NotImplementedError where the solution was)."""
+    return not isinstance(code, str) or bool(STUB.search(code))
 
 
 def unverified(assignment: Assignment, problem: str) -> Verdict:

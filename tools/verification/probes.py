@@ -30,6 +30,7 @@ import json
 import os
 import re
 import stat
+import threading
 import zlib
 from dataclasses import dataclass
 
@@ -50,11 +51,70 @@ MAX_DEPTH = 8
 
 
 class Fail(Exception):
-    """A check failed; the message says where, for the instructor."""
+    """A check failed; the message says where, for the instructor. ``cause`` is
+    the short code of the likely mistake (the spec's ``CAUSES``), if the check knows it."""
+
+    def __init__(self, message="", cause=None):
+        super().__init__(message)
+        self.cause = cause
 
 
 class BadResult(Fail):
     """What came back from the sandbox is not plain data of the expected form."""
+
+    def __init__(self, message=""):
+        super().__init__(message, cause="bad_result")
+
+
+# --- causes as data -------------------------------------------------------------
+#
+# A check that names a likely mistake also names its code, one of its spec's
+# ``CAUSES``: ``expect(..., cause="mask_inverted")``, or, from a helper that works
+# out the cause from what came back, ``return diagnosis("mask_inverted", text)``.
+# The code a failed check reports is the one given to the comparison that failed,
+# else the last diagnosis made since the check's previous comparison passed, else
+# "other". Only the grader reads codes, from the judge it runs outside the
+# kernel: nothing a kernel prints is taken for a cause.
+
+_DIAGNOSED = threading.local()
+OTHER = "other"
+
+
+def diagnosis(code: str, text: str = "") -> str:
+    """``text``, the likely cause of a wrong result; the judge's next failure reports ``code``."""
+    _DIAGNOSED.code = code
+    return text
+
+
+def clear_diagnosis():
+    _DIAGNOSED.code = None
+
+
+def failed_cause(error: Exception) -> str:
+    """The code of the cause of a failed check (``OTHER`` if it names none)."""
+    code = getattr(error, "cause", None) or getattr(_DIAGNOSED, "code", None) or OTHER
+    clear_diagnosis()
+    return code if isinstance(code, str) else OTHER
+
+
+# The codes any check may report, whatever its assignment: {code: what it means}.
+# A spec's own ``CAUSES`` are {code: (what the mistake is, the chapter section that teaches it)}.
+GENERAL_CAUSES = {
+    OTHER: "a check failed without naming a likely mistake",
+    "not_attempted": "not attempted: the release's stub was left, or the cell deleted",
+    "raised": "the student's function raised an exception",
+    "timed_out": "the check ran out of time",
+    "no_result": "the check never ran: the code before it crashed or stopped",
+    "bad_result": "what came back is not plain data of the expected form",
+    "no_validation": "bad input is accepted instead of raising an error",
+    "wrong_exception": "bad input raises the wrong kind of exception",
+    "vague_error": "the error message does not say what was expected and what arrived",
+    "stricter_test": "nbgrader's hidden test failed where verification passed",
+}
+
+
+def _failed(message, cause=None):
+    return Fail(message, cause=cause or getattr(_DIAGNOSED, "code", None))
 
 
 @dataclass(frozen=True)
@@ -424,7 +484,8 @@ class CheckResults:
 
     def outcome(self, handle: Handle) -> dict:
         if handle.probe >= len(self.probes):
-            raise Fail("the check ran out of time" if self.timed_out else "a probe left no result")
+            raise Fail("the check ran out of time" if self.timed_out else "a probe left no result",
+                       cause="timed_out" if self.timed_out else "no_result")
         outcome = self.probes[handle.probe]
         if not isinstance(outcome, dict):
             raise BadResult("a probe's result is not a JSON object")
@@ -452,7 +513,7 @@ class CheckResults:
         """The decoded value the probe returned; Fail if it raised."""
         error = self.raised(handle)
         if error is not None:
-            raise Fail(f"{what} raised {error}")
+            raise Fail(f"{what} raised {error}", cause="raised")
         return self.decode(self.outcome(handle)["value"])
 
     def after(self, handle: Handle, index: int = 0):
@@ -634,9 +695,11 @@ def as_tensor(value, what):
 # --- comparisons, as the hidden tests make them -------------------------------
 
 
-def expect(condition, message):
+def expect(condition, message, cause=None):
+    """Pass, or fail with ``message``; ``cause``: the code of the mistake this failure shows, if known."""
     if not condition:
-        raise Fail(message)
+        raise _failed(message, cause)
+    clear_diagnosis()
 
 
 def _notebook_checks(torch=None):
@@ -648,25 +711,27 @@ def _notebook_checks(torch=None):
     return notebook_checks
 
 
-def close_torch(got, ref, *, atol, rtol, what, on="", cause=""):
+def close_torch(got, ref, *, atol, rtol, what, on="", cause="", code=None):
     """torch.testing.assert_close, run here on plain data; the message is the
     notebooks' (how many entries are off, the largest difference, ``cause``),
-    never the expected values."""
+    never the expected values; ``code``: the cause's code, if known."""
     import torch
 
     try:
         _notebook_checks(torch).expect_close(what, got, ref, atol=atol, rtol=rtol, on=on, cause=cause)
     except AssertionError as error:
-        raise Fail(str(error)) from None
+        raise _failed(str(error), code) from None
+    clear_diagnosis()
 
 
-def close_numpy(got, ref, *, atol, rtol, what, on="", cause=""):
+def close_numpy(got, ref, *, atol, rtol, what, on="", cause="", code=None):
     """numpy.testing.assert_allclose, run here on plain data; the message as close_torch's."""
     try:
         _notebook_checks().expect_close(what, np.asarray(got, dtype=float), np.asarray(ref, dtype=float),
                                         atol=atol, rtol=rtol, on=on, cause=cause)
     except AssertionError as error:
-        raise Fail(str(error)) from None
+        raise _failed(str(error), code) from None
+    clear_diagnosis()
 
 
 def first_line(error) -> str:
@@ -679,11 +744,12 @@ def expect_value_error(r: CheckResults, handle: Handle, what: str, mentions=(), 
     every text of ``mentions`` and matches every regular expression of ``patterns``."""
     error = r.raised(handle)
     if error is None:
-        raise Fail(f"{what} returned instead of raising ValueError")
-    expect(error.is_a("ValueError"), f"{what} raised {error.type}, not ValueError")
+        raise Fail(f"{what} returned instead of raising ValueError", cause="no_validation")
+    expect(error.is_a("ValueError"), f"{what} raised {error.type}, not ValueError", cause="wrong_exception")
     missing = [m for m in mentions if m not in error.message]
     missing += [p for p in patterns if not re.search(p, error.message)]
-    expect(not missing, f"the ValueError of {what} does not mention {missing}: {error.message[:200]!r}")
+    expect(not missing, f"the ValueError of {what} does not mention {missing}: {error.message[:200]!r}",
+           cause="vague_error")
 
 
 def names_shape(message, shape):

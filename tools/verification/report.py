@@ -13,6 +13,11 @@ CSV_COLUMNS = ["assignment", "student_id", "nbgrader_score", "verified_score", "
                "seed", "run"]
 
 
+# causes.csv: one row per graded cell of each verified submission (instructor/report.md).
+CAUSES_CSV = "causes.csv"
+CAUSES_COLUMNS = ["assignment", "student_id", "grade_id", "points", "nbgrader", "verified", "attempted", "cause",
+                  "seconds"]
+
 # The columns of an integrity.csv written before rows named their seed and run: its rows are kept, with both empty.
 EARLIER_COLUMNS = CSV_COLUMNS[:-2]
 
@@ -64,12 +69,48 @@ def forget_rows(root: Path, covered, out) -> int:
     with open(path, newline="") as f:
         before = sum(1 for _ in csv.DictReader(f))
     write_csv(path, [], covered=covered)
+    if (Path(root) / CAUSES_CSV).is_file():
+        write_causes(Path(root) / CAUSES_CSV, [], covered=covered)
     with open(path, newline="") as f:
         removed = before - sum(1 for _ in csv.DictReader(f))
     if removed:
         print(f"not verified this run: {removed} row(s) of earlier runs removed from {path} (their submissions "
               f"were graded again)", file=out, flush=True)
     return removed
+
+
+def write_causes(path: Path, verdicts, covered=()) -> Path:
+    """causes.csv: for each graded cell of this run's verified submissions, its points (nbgrader's and
+    verified), whether the student attempted it and the code of the likely mistake. Rows of earlier runs are
+    dropped for every submission this run verified or ``covered``; the others are kept."""
+    rows = {}
+    if path.is_file():
+        with open(path, newline="", encoding="utf-8", errors="backslashreplace") as f:
+            for row in csv.DictReader(f):
+                if set(CAUSES_COLUMNS) <= set(row):
+                    rows[(row["assignment"], row["student_id"], row["grade_id"])] = {k: row[k] for k in CAUSES_COLUMNS}
+    gone = {tuple(pair) for pair in covered} | {(v.assignment, v.student) for v in verdicts if not v.not_graded}
+    rows = {key: row for key, row in rows.items() if key[:2] not in gone}
+    for v in verdicts:
+        if v.not_graded:
+            continue
+        for c in v.cells:
+            rows[(v.assignment, v.student, c.grade_id)] = {
+                "assignment": v.assignment, "student_id": v.student, "grade_id": c.grade_id,
+                "points": f"{c.points:g}", "nbgrader": "" if c.nbgrader is None else f"{c.nbgrader:g}",
+                "verified": f"{c.verified:g}", "attempted": "yes" if c.attempted else "no",
+                # nbgrader withheld points that verification confirms: its hidden test is stricter than the check
+                "cause": c.cause or ("stricter_test" if c.nbgrader is not None and c.nbgrader < c.verified else ""),
+                "seconds": f"{v.seconds:.2f}",
+            }
+    partial = path.with_name(f".{path.name}.part")
+    with open(partial, "w", newline="", encoding="utf-8", errors="backslashreplace") as f:
+        writer = csv.DictWriter(f, fieldnames=CAUSES_COLUMNS)
+        writer.writeheader()
+        for key in sorted(rows):
+            writer.writerow(rows[key])
+    partial.replace(path)
+    return path
 
 
 def report(verdicts, path, seconds, out):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..course_settings import CourseSettings, default_jobs
 from .judging import Verdict, judge_checks, unverified
-from .report import CSV_NAME, printable, report, write_csv
+from .report import CAUSES_CSV, CSV_NAME, printable, report, write_causes, write_csv
 from .sandbox_run import ChecksRan, remove_quietly, run_checks_in_sandbox
 from .specs import Assignment, prepare
 
@@ -199,6 +199,7 @@ class Verification:
                 verdicts.append(Verdict(assignment, student, prepared[assignment].max_score, not_graded=why))
         path = write_csv(layout.root / CSV_NAME, verdicts, seed=self.seed, run=self.run_id,
                          covered={*covered, *((v.assignment, v.student) for v in done)})
+        write_causes(layout.root / CAUSES_CSV, verdicts, covered={*covered, *((v.assignment, v.student) for v in done)})
         report(verdicts, path, self.seconds, out)
         return verdicts
 

@@ -30,6 +30,7 @@ class Assignment:
     checks: dict  # {grade_id: (probes, judge)}
     inputs: Path
     limits: VerificationLimits = VerificationLimits()
+    causes: frozenset = frozenset()  # the codes its checks may report (the spec's CAUSES and the general ones)
 
     @property
     def max_score(self):
@@ -83,7 +84,11 @@ def prepare(assignment: str, source_notebook: Path, seed: int, staging: Path,
         plan.add_check(grade_id, spec.CHECKS[grade_id])
     inputs = staging / f"inputs-{assignment}"
     plan.write_inputs(inputs)
-    return Assignment(assignment, source_notebook.name, steps, points, solution_ids, plan.checks, inputs, limits)
+    from .probes import GENERAL_CAUSES
+
+    causes = frozenset(getattr(spec, "CAUSES", {})) | frozenset(GENERAL_CAUSES)
+    return Assignment(assignment, source_notebook.name, steps, points, solution_ids, plan.checks, inputs, limits,
+                      causes)
 
 
 def run_order(assignment: Assignment, cells: dict, added: dict | None = None):

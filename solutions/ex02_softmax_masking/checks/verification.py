@@ -13,7 +13,44 @@ on what input, how far off and the likely cause, never the expected values.
 
 import torch
 
-from tools.verification.probes import as_tensor, close_torch, expect
+from tools.verification.probes import as_tensor, close_torch, diagnosis, expect
+
+# The likely mistakes these checks name, by code: what the mistake is, and the chapter section that teaches it
+# (the instructor's report, instructor/report.md). The codes every check may report are in probes.GENERAL_CAUSES.
+CAUSES = {
+    "log_of_softmax": ("takes the log of a softmax whose small weights round to 0",
+                       "ch04_softmax_masking: The stable form: subtract the row maximum"),
+    "no_max_shift": ("exponentiates without subtracting each slice's own maximum",
+                     "ch04_softmax_masking: The naive formula overflows"),
+    "ignores_dim": ("normalises over the last dimension whatever dim says",
+                    "ch04_softmax_masking: Softmax"),
+    "offset": ("every entry off by the same amount: the maximum or the log of the sum left out",
+               "ch04_softmax_masking: Adding a constant changes nothing"),
+    "no_keepdim": ("the maximum or the sum taken without keepdim=True",
+                   "ch04_softmax_masking: Padding masks, and broadcasting over batch and heads"),
+    "changes_dtype": ("returns another dtype than its input's",
+                      "ch04_softmax_masking: The stable form: subtract the row maximum"),
+    "modifies_input": ("changes its input in place", "ch04_softmax_masking: The stable form: subtract the row maximum"),
+    "calls_torch": ("calls torch's ready-made function instead of writing it", "ch04_softmax_masking: Softmax"),
+    "mask_not_bool": ("a mask that is not boolean", "ch04_softmax_masking: PyTorch's two boolean conventions"),
+    "mask_shape": ("a mask of the wrong shape", "ch04_softmax_masking: Causal masks"),
+    "mask_reads_ahead": ("a mask that lets a query read a later key", "ch04_softmax_masking: Causal masks"),
+    "mask_crosses_sequences": ("a packed mask that lets attention cross a sequence boundary",
+                               "ch04_softmax_masking: Padding masks, and broadcasting over batch and heads"),
+    "mask_blocks_allowed": ("a mask that hides a key the query may see", "ch04_softmax_masking: Causal masks"),
+    "mask_sink_missing": ("a window mask that hides a sink",
+                          "ch04_softmax_masking: Causal masks"),
+    "mask_window_off": ("a window mask that hides a key inside the window (too narrow, or without the query itself)",
+                        "ch04_softmax_masking: Causal masks"),
+    "mask_window_edge": ("a window mask that keeps a key just past the window and the sinks (the window one too "
+                         "wide, or one sink too many)", "ch04_softmax_masking: Causal masks"),
+    "prefix_hidden": ("a prefix-LM mask that hides part of the prompt, or shows the continuation",
+                      "ch04_softmax_masking: Causal masks"),
+    "empty_sequences": ("fails on empty sequences",
+                        "ch04_softmax_masking: Padding masks, and broadcasting over batch and heads"),
+    "integer_dtypes": ("fails on lengths of a small integer dtype",
+                       "ch04_softmax_masking: Padding masks, and broadcasting over batch and heads"),
+}
 
 # The tolerances of the log-softmax, by dtype (its values reach the thousands: rtol matters).
 TOL = {torch.float16: dict(atol=2e-2, rtol=2e-3),
@@ -24,21 +61,25 @@ TOL = {torch.float16: dict(atol=2e-2, rtol=2e-3),
 def expect_value_error(r, handle, what, mentions=(), hint=""):
     """The probe raised a ValueError whose message contains every text of ``mentions``."""
     error = r.raised(handle)
-    expect(error is not None, f"{what} should raise ValueError, but it returned normally. {hint}".rstrip())
+    expect(error is not None, f"{what} should raise ValueError, but it returned normally. {hint}".rstrip(),
+           cause="no_validation")
     expect(error.is_a("ValueError"),
-           f"{what} should raise ValueError, but it raised {error.type}: {error.message[:200]}. {hint}".rstrip())
+           f"{what} should raise ValueError, but it raised {error.type}: {error.message[:200]}. {hint}".rstrip(),
+           cause="wrong_exception")
     missing = [m for m in mentions if m not in error.message]
     expect(not missing, f"{what} raised ValueError, but its message should name what was allowed and what arrived "
-                        f"(it should mention {' and '.join(missing)}). It says: {error.message[:200]}")
+                        f"(it should mention {' and '.join(missing)}). It says: {error.message[:200]}",
+           cause="vague_error")
 
 
 def expect_mask(r, handle, reference, what, explain):
     """A boolean tensor equal to ``reference``; otherwise the first wrong cells, with ``explain(i, j)`` for one."""
     got = r.tensor(handle, what)
     expect(got.dtype == torch.bool, f"{what} should be a boolean tensor, but it has dtype {got.dtype}: build it from "
-                                    "comparisons, or with dtype=torch.bool.")
+                                    "comparisons, or with dtype=torch.bool.", cause="mask_not_bool")
     expect(tuple(got.shape) == tuple(reference.shape),
-           f"{what} should have shape {tuple(reference.shape)}, but it has shape {tuple(got.shape)}.")
+           f"{what} should have shape {tuple(reference.shape)}, but it has shape {tuple(got.shape)}.",
+           cause="mask_shape")
     wrong = (got != reference).nonzero().tolist()
     if wrong:
         i, j = wrong[0]
@@ -56,16 +97,23 @@ def log_softmax_cause(got, x, dim):
     """The likely cause of a wrong log-softmax, from what the result shows."""
     if not bool(torch.isfinite(got[torch.isfinite(x)]).all()):
         if bool(torch.isneginf(got).any()):
-            return ROUNDED_AWAY
-        return ("Subtract the maximum of each slice along dim, x.amax(dim=dim, keepdim=True), before you "
+            return diagnosis("log_of_softmax", ROUNDED_AWAY)
+        return diagnosis("no_max_shift", "Subtract the maximum of each slice along dim, x.amax(dim=dim, keepdim=True), before you "
                 "exponentiate: e^x overflows for large scores, and a slice far below a global maximum sums to 0.")
     ref = torch.log_softmax(x.double(), dim=dim)
+    off = (got.double() - ref).abs() > 1e-3 * (1.0 + ref.abs())
+    if bool(off.any()) and bool((ref[off] < -20.0).all()):  # only the weights below e^-20 are wrong: they were formed
+        return diagnosis("log_of_softmax", ROUNDED_AWAY)
     shift = (got.double() - ref).nan_to_num(0.0)
     if float(shift.std()) > 1e-3 and dim % x.ndim != x.ndim - 1:
-        return f"Pass dim={dim} to the maximum and to the sum, not only dim=-1."
+        return diagnosis("ignores_dim", f"Pass dim={dim} to the maximum and to the sum, not only dim=-1.")
     if float((shift - shift.mean()).abs().max()) < 1e-3 * max(1.0, float(ref.abs().max())):
-        return "Every entry is off by about the same amount: did you leave out m, or the log of the sum?"
-    return ("Keep the maximum and the sum as slices with keepdim=True, so that they line up with the slice they "
+        return diagnosis("offset", "Every entry is off by about the same amount: did you leave out m, or the log of "
+                                   "the sum?")
+    if x.ndim and float((shift - shift.mean(dim=dim, keepdim=True)).abs().max()) < 1e-3 * max(1.0, float(ref.abs().max())):
+        return diagnosis("offset", "Every entry of a slice is off by the same amount: did you leave out that slice's "
+                                   "maximum m, or the log of its sum?")
+    return diagnosis("no_keepdim", "Keep the maximum and the sum as slices with keepdim=True, so that they line up with the slice they "
             "belong to.")
 
 
@@ -110,23 +158,26 @@ def test_stable_log_softmax(p):
                f"stable_log_softmax(x) for a float32 x of shape (3, 3) returned shape {tuple(lw.shape)} and dtype "
                f"{lw.dtype}; it should keep both.")
         expect(torch.equal(as_tensor(r.after(h_x, 0), "x"), x),
-               "stable_log_softmax(x) changed its input: compute new tensors instead of x -= m.")
+               "stable_log_softmax(x) changed its input: compute new tensors instead of x -= m.", cause="modifies_input")
         close_torch(lw, torch.log_softmax(x, dim=-1), **TOL[torch.float32], what="stable_log_softmax(x)",
                     on="the visible (3, 3) example", cause=log_softmax_cause(lw, x, -1))
         tiny = r.tensor(h_tiny, "stable_log_softmax([0, -200])")
-        expect(bool(torch.isfinite(tiny).all()), f"stable_log_softmax([0, -200]) contains inf or NaN. {ROUNDED_AWAY}")
+        expect(bool(torch.isfinite(tiny).all()), f"stable_log_softmax([0, -200]) contains inf or NaN. {ROUNDED_AWAY}",
+               cause="log_of_softmax")
         half = r.tensor(h_half, "stable_log_softmax of float16 scores")
         expect(half.dtype == torch.float16 and bool(torch.isfinite(half).all()),
-               "stable_log_softmax of the float16 scores [10, 11, 12] should be finite float16 numbers.")
+               "stable_log_softmax of the float16 scores [10, 11, 12] should be finite float16 numbers.",
+               cause="changes_dtype" if half.dtype != torch.float16 else "no_max_shift")
         for name, x_, dim, ref, h in hidden:
             got = r.tensor(h, f"stable_log_softmax for {name}")
             expect(got.shape == x_.shape, f"stable_log_softmax should keep the shape {tuple(x_.shape)} of x for "
                                           f"{name}, but it returned shape {tuple(got.shape)}: take the maximum and "
-                                          "the sum along dim with keepdim=True.")
+                                          "the sum along dim with keepdim=True.", cause="no_keepdim")
             expect(got.dtype == x_.dtype, f"stable_log_softmax returned {got.dtype} for {name}, whose dtype is "
-                                          f"{x_.dtype}: keep the dtype of x.")
+                                          f"{x_.dtype}: keep the dtype of x.", cause="changes_dtype")
             expect(torch.equal(as_tensor(r.after(h, 0), "x"), x_),
-                   f"stable_log_softmax changed its input x for {name}: compute new tensors instead.")
+                   f"stable_log_softmax changed its input x for {name}: compute new tensors instead.",
+                   cause="modifies_input")
             infinite = torch.isneginf(x_)
             expect(bool(torch.isneginf(got[infinite]).all()) and bool(torch.isfinite(got[~infinite]).all()),
                    f"stable_log_softmax for {name}: " + (
@@ -140,7 +191,7 @@ def test_stable_log_softmax(p):
         expect(isinstance(called, list) and all(isinstance(c, str) for c in called),
                "The helper ready_made_calls did not answer with a list of names: run the helpers cell unchanged.")
         expect(not called, f"stable_log_softmax calls torch's {called[0] if called else ''}. The task is to write it "
-                           "yourself, with torch.exp, a sum and torch.log.")
+                           "yourself, with torch.exp, a sum and torch.log.", cause="calls_torch")
 
     return judge
 
@@ -159,11 +210,13 @@ def packed_explainer(lengths):
 
     def explain(i, j):
         if owner[i] != owner[j]:
-            return (f"query {i} belongs to sequence {owner[i]} and key {j} to sequence {owner[j]}: no attention "
+            return diagnosis("mask_crosses_sequences", f"query {i} belongs to sequence {owner[i]} and key {j} to sequence {owner[j]}: no attention "
                     "crosses a sequence boundary (check where each sequence starts, with empty sequences too)")
         if j > i:
-            return f"key {j} comes after query {i} in the same sequence: a causal mask never reads ahead"
-        return f"key {j} is at or before query {i} in the same sequence ({owner[i]}), so it is allowed"
+            return diagnosis("mask_reads_ahead",
+                             f"key {j} comes after query {i} in the same sequence: a causal mask never reads ahead")
+        return diagnosis("mask_blocks_allowed",
+                         f"key {j} is at or before query {i} in the same sequence ({owner[i]}), so it is allowed")
 
     return explain
 
@@ -207,14 +260,14 @@ def test_packed_causal_mask(p):
             error = r.raised(h)
             expect(error is None, f"{what}, a row whose sequences are all empty, raised {error}. An empty sequence "
                                   "is allowed, and so is a row of them: it holds no token, and its mask is (0, 0)."
-                   if error else "")
+                   if error else "", cause="empty_sequences")
             expect_mask(r, h, torch.zeros(0, 0, dtype=torch.bool), f"{what} (every sequence empty)",
                         lambda i, j: "there is no token")
         for dtype, h in h_dtypes:
             what = f"packed_causal_mask(torch.tensor({small}, dtype={dtype}))"
             error = r.raised(h)
             expect(error is None, f"{what} raised {error}. Lengths may come in any integer dtype: convert them to "
-                                  "torch.long before you use them." if error else "")
+                                  "torch.long before you use them." if error else "", cause="integer_dtypes")
             expect_mask(r, h, reference_packed(small), f"{what}, lengths of dtype {dtype}", packed_explainer(small))
         expect_value_error(r, h_bad, f"packed_causal_mask({bad})", mentions=[str(bad[2])],
                            hint="A negative length is a mistake by the caller.")
@@ -224,12 +277,14 @@ def test_packed_causal_mask(p):
             what = f"packed_causal_mask(torch.tensor({t.tolist()}))"
             error = r.raised(h)
             expect(error is not None, f"{what}, a tensor of dtype {name}, returned a mask; it should raise TypeError: "
-                                      "such a tensor holds no lengths (converting it reads True as 1, 2.5 as 2).")
+                                      "such a tensor holds no lengths (converting it reads True as 1, 2.5 as 2).",
+                   cause="no_validation")
             expect(error.is_a("TypeError"), f"{what}, a tensor of dtype {name}, raised {error.type}; it should raise "
-                                            "TypeError, which says the argument has the wrong type.")
+                                            "TypeError, which says the argument has the wrong type.",
+                   cause="wrong_exception")
             expect(name in error.message or name.split(".")[1] in error.message,
                    f"{what} raised TypeError, but its message should name the dtype that arrived, {name}. "
-                   f"It says: {error.message[:200]}")
+                   f"It says: {error.message[:200]}", cause="vague_error")
 
     return judge
 
@@ -246,11 +301,13 @@ def reference_prefix(n, prefix_len):
 def prefix_explainer(n, prefix_len):
     def explain(i, j):
         if j < prefix_len:
-            return f"key {j} is in the prompt (the first {prefix_len} tokens), which every query may see"
+            return diagnosis("prefix_hidden",
+                             f"key {j} is in the prompt (the first {prefix_len} tokens), which every query may see")
         if j > i:
             where = "in the prompt" if i < prefix_len else "in the continuation"
-            return f"key {j} is in the continuation and comes after query {i} ({where}): nobody may read ahead there"
-        return f"key {j} is at or before query {i}, so it is allowed"
+            return diagnosis("prefix_hidden", f"key {j} is in the continuation and comes after query {i} ({where}): "
+                                              "nobody may read ahead there")
+        return diagnosis("mask_blocks_allowed", f"key {j} is at or before query {i}, so it is allowed")
 
     return explain
 
@@ -286,13 +343,16 @@ def reference_sink_window(n, window, sinks):
 def sink_explainer(n, window, sinks):
     def explain(i, j):
         if j > i:
-            return f"key {j} comes after query {i}: not even a sink may be read ahead"
+            return diagnosis("mask_reads_ahead", f"key {j} comes after query {i}: not even a sink may be read ahead")
         if i - j < window:
-            return (f"key {j} is {i - j} position(s) back from query {i}, inside its window of {window} (the window "
+            return diagnosis("mask_window_off", f"key {j} is {i - j} position(s) back from query {i}, inside its window of {window} (the window "
                     "counts the query itself)")
         if j < sinks:
-            return f"key {j} is one of the first {sinks} tokens, a sink that every later query keeps"
-        return f"key {j} is {i - j} positions back from query {i}, outside its window of {window}, and not a sink"
+            return diagnosis("mask_sink_missing",
+                             f"key {j} is one of the first {sinks} tokens, a sink that every later query keeps")
+        return diagnosis("mask_window_edge" if i - j == window or j == sinks else "other",
+                         f"key {j} is {i - j} positions back from query {i}, outside its window of {window}, and "
+                         "not a sink")
 
     return explain
 

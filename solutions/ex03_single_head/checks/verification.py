@@ -22,7 +22,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from tools.verification.probes import Fail, close_torch, effective_params, expect, names_shape
+from tools.verification.probes import Fail, close_torch, diagnosis, effective_params, expect, names_shape
 
 
 def attention_reference(q, k, v, mask=None):
@@ -46,13 +46,15 @@ def expect_value_error(r, handle, what, shapes=(), alone=(), hint=""):
     """The probe raised a ValueError whose message names every shape of ``shapes`` (by the notebooks'
     rule) and writes every number of ``alone`` as a number of its own."""
     error = r.raised(handle)
-    expect(error is not None, f"{what} should raise ValueError, but it returned normally. {hint}".rstrip())
+    expect(error is not None, f"{what} should raise ValueError, but it returned normally. {hint}".rstrip(),
+           cause="no_validation")
     expect(error.is_a("ValueError"),
-           f"{what} should raise ValueError, but it raised {error.type}: {error.message[:200]}. {hint}".rstrip())
+           f"{what} should raise ValueError, but it raised {error.type}: {error.message[:200]}. {hint}".rstrip(),
+           cause="wrong_exception")
     missing = [str(tuple(s)) for s in shapes if not names_shape(error.message, s)]
     missing += [str(n) for n in alone if not re.search(rf"(?<![\w.]){n}(?!\w|\.\d)", error.message)]
     expect(not missing, f"{what} raised ValueError, but its message should name {' and '.join(missing)}. It says: "
-                        f"{error.message[:200]}")
+                        f"{error.message[:200]}", cause="vague_error")
 
 
 def close(got, ref, *, atol, rtol, what, on, cause):
@@ -106,6 +108,28 @@ def cross_reference(held, x, context, padding=None):
     return attention_reference(q, k, v, allowed)
 
 
+# The likely mistakes these checks name, by code: what the mistake is, and the chapter section that teaches it
+# (the instructor's report, instructor/report.md). The codes every check may report are in probes.GENERAL_CAUSES.
+CAUSES = {
+    "nan_all_padding": ("NaN for a context that is all padding (a softmax of a row of -inf)",
+                        "ch04_softmax_masking: Why $-\\infty$ needs no renormalisation"),
+    "unscaled": ("scores not divided by sqrt(d_k)", "ch03_scaling: Scaled attention, checked against PyTorch"),
+    "scaled_by_wrong_width": ("scores divided by the square root of another width than d_k",
+                              "ch03_scaling: A classic bug: dividing by the model width"),
+    "padding_inverted": ("the padding mask read the wrong way round",
+                         "ch04_softmax_masking: PyTorch's two boolean conventions"),
+    "masked_after_softmax": ("weights zeroed after the softmax instead of -inf before it",
+                             "ch04_softmax_masking: Why $-\\infty$ needs no renormalisation"),
+    "large_negative_fill": ("padding filled with a large negative number instead of -inf",
+                            "ch04_softmax_masking: $-\\infty$ or a large negative number?"),
+    "padding_ignored": ("the padding mask not applied", "ch04_softmax_masking: Padding masks, and broadcasting over batch and heads"),
+    "weights_transposed": ("projections x @ W instead of x @ W.T", "ch02_queries_keys_values: `nn.Linear` is `x @ W.T + b`"),
+    "mask_before_scale": ("a float mask added before the division by sqrt(E)",
+                          "ch03_scaling: Scaled attention, checked against PyTorch"),
+    "nan_zeroed": ("zeros where nn.MultiheadAttention returns NaN", "ch06_multi_head: The same layer as `nn.MultiheadAttention`"),
+}
+
+
 def cross_cause(got, held, x, context, padding, d_query, d_context):
     """The usual mistakes of CrossAttention's weights, and the one ``got`` matches, in words."""
     q, k, _ = cross_projections(held, x, context)
@@ -113,7 +137,7 @@ def cross_cause(got, held, x, context, padding, d_query, d_context):
     scores = q @ k.transpose(-2, -1)
     hidden = None if padding is None else padding.unsqueeze(-2).expand(scores.shape)
     if bool(torch.isnan(got).any()):
-        return ("The NaN are in the queries of a context that is all padding: the softmax of a row of -inf is 0/0. "
+        return diagnosis("nan_all_padding", "The NaN are in the queries of a context that is all padding: the softmax of a row of -inf is 0/0. "
                 "Set such rows to zero with torch.where, which selects (multiplying by 0 keeps the NaN).")
 
     def softmax(s, hide):
@@ -122,26 +146,29 @@ def cross_cause(got, held, x, context, padding, d_query, d_context):
         return torch.nan_to_num(torch.softmax(s.masked_fill(hide, float("-inf")), dim=-1), nan=0.0)
 
     scaled = scores / math.sqrt(d_k)
-    candidates = [("They match unscaled scores: divide by sqrt(d_k), the width of the queries and keys.",
+    candidates = [("unscaled", "They match unscaled scores: divide by sqrt(d_k), the width of the queries and keys.",
                    softmax(scores, hidden))]
     for name, width in (("d_query", d_query), ("d_context", d_context)):
         if width != d_k:
-            candidates.append((f"They match scores divided by sqrt({name}) = sqrt({width}): divide by sqrt(d_k), "
+            candidates.append(("scaled_by_wrong_width", f"They match scores divided by sqrt({name}) = sqrt({width}): divide by sqrt(d_k), "
                                f"where d_k = d_out = {d_k} is the width of the queries and keys.",
                                softmax(scores / math.sqrt(width), hidden)))
     if hidden is not None:
         candidates += [
-            ("They are zero on the real tokens and positive on the padding: here True marks padding, the keys that "
+            ("padding_inverted", "They are zero on the real tokens and positive on the padding: here True marks padding, the keys that "
              "must get no weight.", softmax(scaled, ~hidden)),
-            ("No row sums to more than 1, as when weights are set to zero after the softmax. Fill the padding scores "
+            ("masked_after_softmax", "No row sums to more than 1, as when weights are set to zero after the softmax. Fill the padding scores "
              "with -inf before the softmax, so that each row shares 1 among the real tokens.",
              torch.softmax(scaled, dim=-1) * ~hidden),
-            ("A context that is all padding got equal weights on every token, as with a fill of -1e9: its queries' "
+            ("large_negative_fill", "A context that is all padding got equal weights on every token, as with a fill of -1e9: its queries' "
              "weights and outputs should be all zeros.", torch.softmax(scaled.masked_fill(hidden, -1e9), dim=-1)),
-            ("Every key is allowed in them: use key_padding_mask.", softmax(scaled, None)),
+            ("padding_ignored", "Every key is allowed in them: use key_padding_mask.", softmax(scaled, None)),
         ]
-    return next((text for text, candidate in candidates if matches(got, candidate)),
-                "The scores are W_q(x) W_k(context)^T / sqrt(d_k), with the padding keys of each sequence hidden.")
+    for code, text, candidate in candidates:
+        if matches(got, candidate):
+            return diagnosis(code, text)
+    return diagnosis("other", "The scores are W_q(x) W_k(context)^T / sqrt(d_k), with the padding keys of each "
+                              "sequence hidden.")
 
 
 def test_cross_attention(p):
@@ -237,15 +264,18 @@ def test_cross_attention(p):
         expect_same_shape(w_p, torch.zeros(2, 3, 5), "weights with a (2, 5) padding mask")
         expect(not (bool(torch.all(w_p[0, :, 3:] > 0)) and bool(torch.all(w_p[0, :, :3] == 0))),
                "Your weights are zero on the real tokens of sequence 0 and positive on its padding: the mask is read "
-               "the wrong way round. Here True marks padding, the tokens that must get no weight.")
+               "the wrong way round. Here True marks padding, the tokens that must get no weight.",
+               cause="padding_inverted")
         expect(bool(torch.all(w_p[0, :, 3:] == 0)), "The padding tokens of sequence 0 should get weight exactly 0. "
-                                                    "Fill their scores with -inf before the softmax.")
+                                                    "Fill their scores with -inf before the softmax.",
+               cause="padding_ignored")
         expect(not bool(torch.isnan(w_p).any()) and not bool(torch.isnan(out_p).any()),
                "Sequence 1 is all padding, and its queries came out NaN: the softmax of a row of -inf is 0/0. Set "
-               "such rows to zero with torch.where, which selects (multiplying by 0 keeps the NaN).")
+               "such rows to zero with torch.where, which selects (multiplying by 0 keeps the NaN).",
+               cause="nan_all_padding")
         expect(bool(torch.all(w_p[1] == 0)) and bool(torch.all(out_p[1] == 0)),
                "Sequence 1 is all padding, so its weights and outputs should be all zeros. If you filled with a "
-               "large negative number such as -1e9, its rows became uniform.")
+               "large negative number such as -1e9, its rows became uniform.", cause="large_negative_fill")
         ref_out_p, ref_w_p = cross_reference(held, x, context, padding)
         close(w_p, ref_w_p, atol=1e-5, rtol=1e-5, what="The weight matrix", on="a (2, 5) padding mask",
               cause=lambda: cross_cause(w_p, held, x, context, padding, 4, 6))
@@ -334,19 +364,20 @@ def torch_variant(query, key, value, stored, attn_mask=None, key_padding_mask=No
 def torch_cause(got, *args, **masks):
     """The usual slips of single_head_like_torch, and the one ``got`` matches, in words."""
     candidates = [
-        ("They match projections x @ W instead of x @ W.T: the stored weights are in nn.Linear's (out, in) layout.",
+        ("weights_transposed", "They match projections x @ W instead of x @ W.T: the stored weights are in nn.Linear's (out, in) layout.",
          dict(transposed=True)),
-        ("They match masks read as chapter 5 reads them: in nn.MultiheadAttention a boolean True means 'may not "
+        ("padding_inverted", "They match masks read as chapter 5 reads them: in nn.MultiheadAttention a boolean True means 'may not "
          "attend' (attn_mask) or 'padding' (key_padding_mask).", dict(course_masks=True)),
-        ("They match a float attn_mask added before the division by sqrt(E): the layer adds it to the scaled scores.",
+        ("mask_before_scale", "They match a float attn_mask added before the division by sqrt(E): the layer adds it to the scaled scores.",
          dict(mask_before_scale=True)),
-        ("They are zeros where nn.MultiheadAttention returns NaN, for a query with no key it may attend to: that is "
+        ("nan_zeroed", "They are zeros where nn.MultiheadAttention returns NaN, for a query with no key it may attend to: that is "
          "the course's choice, not this layer's.", dict(zero_empty=True)),
     ]
-    for text, slip in candidates:
+    for code, text, slip in candidates:
         if matches(got, torch_variant(*args, **masks, **slip)):
-            return text
-    return "Split in_proj_weight into queries, keys, values (in that order), scale by sqrt(E), then apply the masks."
+            return diagnosis(code, text)
+    return diagnosis("other", "Split in_proj_weight into queries, keys, values (in that order), scale by sqrt(E), "
+                              "then apply the masks.")
 
 
 def compare_nan(got, ref, what, on, cause=lambda: ""):

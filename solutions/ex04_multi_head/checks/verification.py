@@ -21,7 +21,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from tools.verification.probes import Fail, Nested, as_tensor, close_torch, describe, expect
+from tools.verification.probes import Fail, Nested, as_tensor, close_torch, describe, diagnosis, expect
 
 
 def close(got, ref, *, atol, rtol, what, on, cause):
@@ -104,28 +104,41 @@ def heads_variant(E, H, settings, state, query, key, value, padding, scale_by_E=
     return torch.nan_to_num(torch.softmax(scores, dim=-1), nan=0.0)
 
 
+# The likely mistakes these checks name, by code: what the mistake is, and the chapter section that teaches it
+# (the instructor's report, instructor/report.md). The codes every check may report are in probes.GENERAL_CAUSES.
+CAUSES = {
+    "zero_attn_before_projection": ("add_zero_attn's zeros appended before the projections",
+                                    "ch06_multi_head: The same layer as `nn.MultiheadAttention`"),
+    "zero_attn_missing": ("add_zero_attn's zero key missing or hidden", "ch06_multi_head: The same layer as `nn.MultiheadAttention`"),
+    "scaled_by_embed_dim": ("scores divided by sqrt(embed_dim) instead of the head width",
+                            "ch06_multi_head: Attention in every head at once"),
+    "padding_inverted": ("the padding mask read the wrong way round", "ch04_softmax_masking: PyTorch's two boolean conventions"),
+    "heads_cut_wrong": ("heads cut with a reshape straight to (B, H, T, d)", "ch06_multi_head: Splitting the width into heads"),
+}
+
+
 def heads_cause(got, *args):
     E, H, settings, state, query, key, value, padding = args
     if settings.get("add_zero_attn"):
         before = zeros_before_projection(*args)
         if tuple(got.shape) == tuple(before.shape) and bool(torch.allclose(got, before, atol=1e-4, rtol=1e-3)):
-            return ("They match zeros appended to key and value before the projections: a zero projected with a "
-                    "bias is the bias. The zero key and value are zeros in every head, after projecting.")
-        return ("With add_zero_attn, every query may also attend to one zero key, whose value is zero, in every "
-                "head; padding never hides it.")
-    for text, slip in [
-        ("They match scores divided by sqrt(embed_dim): divide by sqrt(d), the width of one head.", dict(scale_by_E=True)),
-        ("They match a padding mask read the wrong way round: True in key_padding_mask marks padding, the keys no "
+            return (diagnosis("zero_attn_before_projection", "They match zeros appended to key and value before the projections: a zero projected with a "
+                    "bias is the bias. The zero key and value are zeros in every head, after projecting."))
+        return (diagnosis("zero_attn_missing", "With add_zero_attn, every query may also attend to one zero key, whose value is zero, in every "
+                "head; padding never hides it."))
+    for code, text, slip in [
+        ("scaled_by_embed_dim", "They match scores divided by sqrt(embed_dim): divide by sqrt(d), the width of one head.", dict(scale_by_E=True)),
+        ("padding_inverted", "They match a padding mask read the wrong way round: True in key_padding_mask marks padding, the keys no "
          "query may attend to.", dict(inverted=True)),
-        ("They match heads cut with a reshape straight to (B, H, T, d): cut (B, T, E) into (B, T, H, d), then move "
+        ("heads_cut_wrong", "They match heads cut with a reshape straight to (B, H, T, d): cut (B, T, E) into (B, T, H, d), then move "
          "the head axis forward.", dict(view_only=True)),
     ]:
         got_ = got
         candidate = heads_variant(*args, **slip)
         if tuple(got_.shape) == tuple(candidate.shape) and bool(torch.allclose(got_, candidate, atol=1e-4, rtol=1e-3)):
-            return text
-    return ("Project with each weight (nn.Linear's (out, in) layout), cut E into H heads of width d, scale by sqrt(d) "
-            "and hide the padding keys.")
+            return diagnosis(code, text)
+    return (diagnosis("other", "Project with each weight (nn.Linear's (out, in) layout), cut E into H heads of width d, scale by sqrt(d) "
+            "and hide the padding keys."))
 
 
 def pair(r, handle, what):

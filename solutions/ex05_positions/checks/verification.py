@@ -35,7 +35,7 @@ import math
 
 import torch
 
-from tools.verification.probes import Fail, Nested, Recorded, as_tensor, close_torch, expect
+from tools.verification.probes import Fail, Nested, Recorded, as_tensor, close_torch, diagnosis, expect
 
 
 # --- references, and the usual mistakes as variants of them -------------------------------------------------------
@@ -54,30 +54,57 @@ def reference_turn(x, starts, base=10000.0, angles_in=torch.float64, sign=1.0):
     return torch.stack([a * c - b * s, a * s + b * c], dim=-1).flatten(-2)
 
 
+# The likely mistakes these checks name, by code: what the mistake is, and the chapter section that teaches it
+# (the instructor's report, instructor/report.md). The codes every check may report are in probes.GENERAL_CAUSES.
+ROPE = "ch07_word_order: Relative positions: rotary embeddings (RoPE)"
+CAUSES = {
+    "rope_same_start": ("new tokens rotated at the same positions in every sequence, ignoring cache_lengths", ROPE),
+    "rope_restarts_at_0": ("new tokens rotated from position 0 instead of after the cached ones", ROPE),
+    "rope_float32_angles": ("RoPE angles computed in float32", ROPE),
+    "rope_clockwise": ("rotation in the wrong direction", ROPE),
+    "rope_base_ignored": ("the base argument ignored (10000 used)", ROPE),
+    "rope_not_rotated": ("keys not rotated at all", ROPE),
+    "cache_reads_padding": ("attention reads the cache's padding rows",
+                            "ch09_efficient_attention: Generating text: the KV cache"),
+    "cache_not_causal": ("no causal mask among the new tokens", "ch04_softmax_masking: Causal masks"),
+    "cache_mask_top_left": ("a causal mask aligned to the top-left corner instead of the cache's end",
+                            "ch09_efficient_attention: Generating text: the KV cache"),
+    "unscaled": ("scores not divided by sqrt(d)", "ch03_scaling: Scaled attention, checked against PyTorch"),
+    "scaled_by_sqrt_dv": ("scores divided by sqrt(d_v) instead of sqrt(d)",
+                          "ch03_scaling: A classic bug: dividing by the model width"),
+    "bucket_upper_half_start": ("the first bucket of the upper half given a start", "ch07_word_order: Score against distance, four ways"),
+    "bucket_skipped": ("a bucket no position lands in given a start", "ch07_word_order: Score against distance, four ways"),
+    "bucket_last_at_max": ("the last bucket started at max_distance", "ch07_word_order: Score against distance, four ways"),
+    "bucket_not_halved": ("num_buckets not halved for bidirectional buckets", "ch07_word_order: Score against distance, four ways"),
+    "bucket_solved_in_float64": ("bucket starts solved in float64 instead of T5's float32 rule",
+                                 "ch07_word_order: Score against distance, four ways"),
+}
+
+
 def turn_cause(got, k, lengths, L, base):
     """The usual mistake behind wrong new rows of the key cache (float64), in words, or ""."""
     every = torch.full_like(lengths, L)
-    mistakes = [(dict(starts=every), f"They are rotated at positions {L}, {L + 1}, ... in every sequence, as if each "
+    mistakes = [("rope_same_start", dict(starts=every), f"They are rotated at positions {L}, {L + 1}, ... in every sequence, as if each "
                                      f"had a token in every one of the {L} rows of its cache: the new tokens of "
                                      "sequence b stand after its own cache_lengths[b] tokens."),
-                (dict(starts=torch.zeros_like(lengths)), "They are rotated at positions 0, 1, ...: the new tokens of "
+                ("rope_restarts_at_0", dict(starts=torch.zeros_like(lengths)), "They are rotated at positions 0, 1, ...: the new tokens of "
                                                          "sequence b stand after its cache_lengths[b] cached ones."),
-                (dict(angles_in=torch.float32), "They match RoPE with its angles computed in float32, which loses "
+                ("rope_float32_angles", dict(angles_in=torch.float32), "They match RoPE with its angles computed in float32, which loses "
                                                 "their last digits at large positions: compute positions, frequencies "
                                                 "and angles in float64."),
-                (dict(sign=-1.0), "They turn clockwise: out[2i] = x[2i] cos - x[2i+1] sin, out[2i+1] = x[2i] sin + "
+                ("rope_clockwise", dict(sign=-1.0), "They turn clockwise: out[2i] = x[2i] cos - x[2i+1] sin, out[2i+1] = x[2i] sin + "
                                   "x[2i+1] cos.")]
     if base != 10000.0:
-        mistakes.append((dict(base=10000.0), "They are rotated with base 10000: use the base argument."))
-    for variant, cause in mistakes:
+        mistakes.append(("rope_base_ignored", dict(base=10000.0), "They are rotated with base 10000: use the base argument."))
+    for code, variant, cause in mistakes:
         args = {"starts": lengths, "base": base, **variant}
         if torch.equal(args["starts"], lengths) and "starts" in variant:
             continue
         if torch.allclose(got, reference_turn(k, **args), atol=1e-5, rtol=1e-5):
-            return cause
+            return diagnosis(code, cause)
     if torch.allclose(got, k.double(), atol=1e-6):
-        return "They are not rotated at all."
-    return ""
+        return diagnosis("rope_not_rotated", "They are not rotated at all.")
+    return diagnosis("other", "")
 
 
 def causal_attention(q, keys, values, lengths, L, scale, mask="positions"):
@@ -98,22 +125,22 @@ def causal_attention(q, keys, values, lengths, L, scale, mask="positions"):
 
 def attention_cause(out, q_turned, keys, values, lengths, L):
     d, d_v = q_turned.shape[-1], values.shape[-1]
-    for kwargs, cause in [(dict(mask="no padding"), "It matches attention that reads the padding rows too: the real "
+    for code, kwargs, cause in [("cache_reads_padding", dict(mask="no padding"), "It matches attention that reads the padding rows too: the real "
                                                     "keys of sequence b start at row L - cache_lengths[b]."),
-                          (dict(mask="none"), "It matches attention without the causal mask: a new token would see "
+                          ("cache_not_causal", dict(mask="none"), "It matches attention without the causal mask: a new token would see "
                                               "the new tokens after it."),
-                          (dict(mask="top-left"), "It matches a causal mask whose diagonal starts in the top-left "
+                          ("cache_mask_top_left", dict(mask="top-left"), "It matches a causal mask whose diagonal starts in the top-left "
                                                   "corner, as if the new tokens sat in rows 0, 1, ...: new token t "
                                                   "sits in row L + t."),
-                          (dict(scale=1.0), "It matches scores without the 1/sqrt(d) scale."),
-                          (dict(scale=math.sqrt(d_v)), "It matches scores scaled by sqrt(d_v): scale by sqrt(d), d "
+                          ("unscaled", dict(scale=1.0), "It matches scores without the 1/sqrt(d) scale."),
+                          ("scaled_by_sqrt_dv", dict(scale=math.sqrt(d_v)), "It matches scores scaled by sqrt(d_v): scale by sqrt(d), d "
                                                        "the width of q and k.")]:
         if kwargs.get("scale") == math.sqrt(d_v) and d_v == d:
             continue
         args = {"scale": math.sqrt(d), "mask": "positions", **kwargs}
         if torch.allclose(out, causal_attention(q_turned, keys, values, lengths, L, **args), atol=1e-5, rtol=1e-5):
-            return cause
-    return ""
+            return diagnosis(code, cause)
+    return diagnosis("other", "")
 
 
 def reference_bucket(rel, bidirectional, num_buckets, max_distance):
@@ -166,24 +193,24 @@ def reference_starts(bidirectional, num_buckets, max_distance, halve=True, first
 
 
 START_MISTAKES = [
-    (dict(first_of_upper=0), "Bucket num_buckets // 2, the first of the upper half, should be -1: relative position 0 "
+    ("bucket_upper_half_start", dict(first_of_upper=0), "Bucket num_buckets // 2, the first of the upper half, should be -1: relative position 0 "
                              "is not after the query, and t5_relative_bucket puts it in the lower half."),
-    (dict(skipped=None), "Where consecutive distances jump over a bucket, yours gives the skipped bucket the first "
+    ("bucket_skipped", dict(skipped=None), "Where consecutive distances jump over a bucket, yours gives the skipped bucket the first "
                          "distance of a later one: a bucket that no relative position lands in is -1."),
-    (dict(last_at_max=True), "The last bucket of a half looks started at max_distance: the cap at n - 1 makes it "
+    ("bucket_last_at_max", dict(last_at_max=True), "The last bucket of a half looks started at max_distance: the cap at n - 1 makes it "
                              "start earlier, where the truncated fraction first reaches n - e - 1."),
-    (dict(halve=False), "With bidirectional=True each direction has num_buckets // 2 buckets, not num_buckets."),
-    (dict(solved_in_float64=True), "The starts look solved from the formula in float64: T5's rule computes the "
+    ("bucket_not_halved", dict(halve=False), "With bidirectional=True each direction has num_buckets // 2 buckets, not num_buckets."),
+    ("bucket_solved_in_float64", dict(solved_in_float64=True), "The starts look solved from the formula in float64: T5's rule computes the "
                                    "fraction in float32, which truncates to another bucket at some distances, and "
                                    "skips buckets when max_distance is small. Let t5_relative_bucket decide."),
 ]
 
 
 def starts_cause(got, bidirectional, num_buckets, max_distance):
-    for variant, cause in START_MISTAKES:
+    for code, variant, cause in START_MISTAKES:
         if torch.equal(got, reference_starts(bidirectional, num_buckets, max_distance, **variant)):
-            return cause
-    return ""
+            return diagnosis(code, cause)
+    return diagnosis("other", "")
 
 
 # --- helpers for the judges ----------------------------------------------------------------------------------------

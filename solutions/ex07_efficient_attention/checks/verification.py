@@ -42,7 +42,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from tools.verification.probes import Nested, as_tensor, close_torch, expect
+from tools.verification.probes import Nested, as_tensor, close_torch, diagnosis, expect
 
 TOL = {torch.float32: 1e-5, torch.float64: 1e-10}
 # PyTorch's own attention functions: their names contain one of these (the notebook's BUILT_IN_ATTENTION).
@@ -123,33 +123,58 @@ def same_lse(got, want, tol):
     return got.shape == want.shape and torch.equal(torch.isinf(got), inf) and same(got[~inf], want[~inf], tol)
 
 
+# The likely mistakes these checks name, by code: what the mistake is, and the chapter section that teaches it
+# (the instructor's report, instructor/report.md). The codes every check may report are in probes.GENERAL_CAUSES.
+ONE_PASS = "ch09_efficient_attention: The softmax in one pass"
+TILES = "ch09_efficient_attention: Attention tile by tile"
+CAUSES = {
+    "merge_both_empty_nan": ("NaN where both parts are empty (lse = -inf)", ONE_PASS),
+    "merge_one_empty_nan": ("NaN where one part is empty: -inf plus inf", ONE_PASS),
+    "merge_overflow": ("e^lse overflows: the larger lse not subtracted first", ONE_PASS),
+    "merge_lse_is_max": ("the merged lse taken as the larger of the two", ONE_PASS),
+    "merge_empty_part": ("an empty part given weight (a finite number standing in for -inf)", ONE_PASS),
+    "merge_averaged": ("the two outputs averaged instead of weighted by their shares", ONE_PASS),
+    "merge_broadcast_axis": ("the weights broadcast along the wrong axis", ONE_PASS),
+    "flash_nan_no_keys": ("NaN for queries with no key at all", TILES),
+    "flash_nan_padding_tile": ("NaN after a tile of nothing but padding", TILES),
+    "flash_no_keys_not_zero": ("queries with no key do not return zeros", TILES),
+    "flash_not_causal_too": ("wrong without causal=True as well", TILES),
+    "flash_padding_ignored": ("the padding mask not applied in every tile", TILES),
+    "flash_max_before_mask": ("the tile's maximum taken before the causal mask", TILES),
+    "flash_nan_guard_zeros": ("a NaN guard that zeroes queries that have keys", TILES),
+    "flash_not_causal": ("no causal mask", "ch04_softmax_masking: Causal masks"),
+    "flash_tile_positions": ("positions inside the tile compared instead of positions in the sequence", TILES),
+    "flash_padding_columns": ("the wrong columns of the padding mask used in a tile", TILES),
+}
+
+
 def merge_cause(got_out, got_lse, parts, want_out, want_lse, tol):
     (oa, la), (ob, lb) = parts
     if not (torch.isfinite(got_out).all() and torch.isfinite(got_lse[torch.isfinite(want_lse)]).all()):
         if (torch.isinf(la) & torch.isinf(lb)).any():
-            return ("It contains NaN or inf, and a part here is empty (lse = -inf): where both are -inf, "
+            return (diagnosis("merge_both_empty_nan", "It contains NaN or inf, and a part here is empty (lse = -inf): where both are -inf, "
                     "-inf - max(-inf, -inf) is NaN. Measure from 0 there, and give an output of 0 where nothing was "
-                    "summed.")
+                    "summed."))
         if torch.isinf(la).any() or torch.isinf(lb).any():
-            return ("It contains NaN or inf where one part is empty (lse = -inf) and the other is not: -inf plus "
+            return (diagnosis("merge_one_empty_nan", "It contains NaN or inf where one part is empty (lse = -inf) and the other is not: -inf plus "
                     "inf is NaN. Measure every lse from the larger of the two, which is finite there, so that the "
-                    "empty part's share is e^-inf = 0.")
-        return ("It contains NaN or inf: e^lse overflows for large lse. Subtract the larger of lse_a and lse_b "
-                "before you exponentiate.")
+                    "empty part's share is e^-inf = 0."))
+        return (diagnosis("merge_overflow", "It contains NaN or inf: e^lse overflows for large lse. Subtract the larger of lse_a and lse_b "
+                "before you exponentiate."))
     if same(got_lse, torch.maximum(la, lb), tol) and not same(want_lse, torch.maximum(la, lb), tol):
-        return "Your lse is the larger of lse_a and lse_b: the sum over all the keys is e^lse_a + e^lse_b."
+        return diagnosis("merge_lse_is_max", "Your lse is the larger of lse_a and lse_b: the sum over all the keys is e^lse_a + e^lse_b.")
     empty = torch.isinf(la) | torch.isinf(lb)
     if empty.any() and same(got_out[~empty], want_out[~empty], tol):
-        return ("It is right where both parts have keys and wrong where one part is empty (lse = -inf): an empty "
+        return (diagnosis("merge_empty_part", "It is right where both parts have keys and wrong where one part is empty (lse = -inf): an empty "
                 "part holds no weight at all, whatever the other part's lse, even one near -1000. Do not stand in a "
-                "finite number for -inf: e^-inf is exactly 0.")
+                "finite number for -inf: e^-inf is exactly 0."))
     if same(got_out, (oa + ob) / 2, tol):
-        return ("The output is the average of the two outputs: each part should weigh by its share of all the "
-                "weight, e^lse_a / (e^lse_a + e^lse_b) for part A.")
+        return (diagnosis("merge_averaged", "The output is the average of the two outputs: each part should weigh by its share of all the "
+                "weight, e^lse_a / (e^lse_a + e^lse_b) for part A."))
     if got_out.dim() >= 2 and got_out.shape[-1] == got_out.shape[-2]:
-        return ("Here Tq equals d_v: does a (..., Tq) weight broadcast against the (..., Tq, d_v) outputs along the "
-                "wrong axis? Give it a last axis of size 1 (unsqueeze(-1)).")
-    return "Each part should weigh by its share of all the weight, e^lse_a / (e^lse_a + e^lse_b) for part A."
+        return (diagnosis("merge_broadcast_axis", "Here Tq equals d_v: does a (..., Tq) weight broadcast against the (..., Tq, d_v) outputs along the "
+                "wrong axis? Give it a last axis of size 1 (unsqueeze(-1))."))
+    return diagnosis("other", "Each part should weigh by its share of all the weight, e^lse_a / (e^lse_a + e^lse_b) for part A.")
 
 
 def test_merge_partials(p):
@@ -323,36 +348,36 @@ def padded_cause(got, q, k, v, pad, block, causal, plain):
     has_key = padded_reference(q, k, v, pad, causal).abs().sum(dim=-1) > 0  # (B, H, Tq): queries with a key
     if torch.isnan(got).any():
         if torch.isnan(got[~has_key]).any():
-            return ("It is NaN for queries that have no key at all: their output should be zeros. Divide by the "
-                    "running sum only where it is not 0.")
-        return ("It contains NaN: after a tile of nothing but padding the running maximum is still -inf, and "
-                "exp(m - m_new) = exp(-inf + inf) is NaN. Measure from 0 while the maximum is -inf.")
+            return (diagnosis("flash_nan_no_keys", "It is NaN for queries that have no key at all: their output should be zeros. Divide by the "
+                    "running sum only where it is not 0."))
+        return (diagnosis("flash_nan_padding_tile", "It contains NaN: after a tile of nothing but padding the running maximum is still -inf, and "
+                "exp(m - m_new) = exp(-inf + inf) is NaN. Measure from 0 while the maximum is -inf."))
     if not torch.equal(got[~has_key], torch.zeros_like(got[~has_key])):
-        return "Queries that have no key at all (all padding) should return zeros."
+        return diagnosis("flash_no_keys_not_zero", "Queries that have no key at all (all padding) should return zeros.")
     if causal and plain is not None and not same(plain, padded_reference(q, k, v, pad), tol):
-        return "Without causal=True it is wrong on these inputs too: pass the test above first."
+        return diagnosis("flash_not_causal_too", "Without causal=True it is wrong on these inputs too: pass the test above first.")
     if same(got[has_key], padded_reference(q, k, v, torch.zeros_like(pad), causal)[has_key], tol) and pad.any():
-        return "It matches attention without the padding mask: set the scores of padding keys to -inf in every tile."
+        return diagnosis("flash_padding_ignored", "It matches attention without the padding mask: set the scores of padding keys to -inf in every tile.")
     if causal and float((torch.matmul(q.double(), k.double().mT) / math.sqrt(q.shape[-1])).abs().max()) > 1000:
-        return ("The scores here are in the thousands. If the running maximum of a tile is taken before the causal "
+        return (diagnosis("flash_max_before_mask", "The scores here are in the thousands. If the running maximum of a tile is taken before the causal "
                 "mask, a later key's large score sets it, and e^(s - m) of every allowed key underflows to 0: mask "
-                "the tile first, then take its maximum.")
+                "the tile first, then take its maximum."))
     zero_rows = (got == 0).all(dim=-1) & has_key                                # (B, H, Tq)
     if bool(zero_rows.any()) and bool(pad[:, :block].all(dim=-1).any()):
-        return ("Queries that do have keys return zeros, in a batch with a sequence whose first tile is all "
+        return (diagnosis("flash_nan_guard_zeros", "Queries that do have keys return zeros, in a batch with a sequence whose first tile is all "
                 "padding: after that tile the running maximum is still -inf, exp(-inf + inf) is NaN, and a guard at "
                 "the end turned the NaN into zeros. Measure from 0 while the maximum is -inf, as chapter 9's "
-                "online_softmax does.")
+                "online_softmax does."))
     if causal and same(got, padded_reference(q, k, v, pad), tol):
-        return "It matches attention without the causal mask: query i may attend to keys j <= i only."
+        return diagnosis("flash_not_causal", "It matches attention without the causal mask: query i may attend to keys j <= i only.")
     if causal:
         reference = padded_reference(q, k, v, pad, causal)
         wrong = [i for i in range(q.shape[-2]) if not same(got[..., i, :], reference[..., i, :], tol)]
         if wrong and all(i >= block for i in wrong):
-            return ("The first block of queries is right and later ones are not: compare the positions in the whole "
-                    "sequence, i0 + row and j0 + column, not the positions inside the tile.")
-    return ("In the tile of keys j0 to j0 + bk - 1, mask with the columns j0 to j0 + bk - 1 of the padding mask, "
-            "broadcast over heads and queries (key_padding_mask[:, None, None, j0:j0 + bk]).")
+            return (diagnosis("flash_tile_positions", "The first block of queries is right and later ones are not: compare the positions in the whole "
+                    "sequence, i0 + row and j0 + column, not the positions inside the tile."))
+    return (diagnosis("flash_padding_columns", "In the tile of keys j0 to j0 + bk - 1, mask with the columns j0 to j0 + bk - 1 of the padding mask, "
+            "broadcast over heads and queries (key_padding_mask[:, None, None, j0:j0 + bk])."))
 
 
 def fresh_padded(p, causal):

@@ -1,4 +1,5 @@
 # One arithmetic slip in the hand-computed score matrix (row 2, column 1): no visible test can find it without giving the answer away.
+# cause: other
 # %% cell: scores_by_hand
 scores_by_hand = np.array([
     [0, 1, 2, 1],

@@ -1,5 +1,6 @@
 # Builds the sequence number of every token with torch.cat over the non-empty sequences only: torch.cat of an empty list raises when every sequence is empty.
 # caught by a visible test
+# cause: empty_sequences
 # %% cell: packed_causal_mask
 def packed_causal_mask(lengths):
     if isinstance(lengths, torch.Tensor) and (lengths.dtype == torch.bool or lengths.is_floating_point()):

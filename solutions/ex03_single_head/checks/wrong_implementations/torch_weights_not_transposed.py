@@ -1,5 +1,6 @@
 # Projects with x @ W, forgetting that the stored weights are in nn.Linear's (out, in) layout and need x @ W.T.
 # caught by a visible test
+# cause: weights_transposed
 # %% patch: like_torch
 -    q = F.linear(query.transpose(0, 1), w_q, b_q)                       # (B, Tq, E)
 -    k = F.linear(key.transpose(0, 1), w_k, b_k)                         # (B, Tk, E)

@@ -1,5 +1,6 @@
 # add_zero_attn appends a zero row to key and value before the projections: projected, the zero key is the key bias and the zero value the value bias.
 # caught by a visible test
+# cause: zero_attn_before_projection
 # %% patch: multihead_cross_attention
 +        if self.add_zero_attn:
 +            key = torch.cat([key, key.new_zeros(n_batch, 1, key.shape[-1])], dim=1)

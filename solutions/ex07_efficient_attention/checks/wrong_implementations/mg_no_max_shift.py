@@ -1,5 +1,6 @@
 # Exponentiates the lse values themselves, e^lse_a and e^lse_b: right for small scores, inf and NaN once lse is near 1000.
 # caught by a visible test
+# cause: merge_overflow
 # %% cell: merge_partials
 def merge_partials(out_a, lse_a, out_b, lse_b):
     sum_a, sum_b = torch.exp(lse_a), torch.exp(lse_b)
