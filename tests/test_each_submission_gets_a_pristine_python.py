@@ -33,7 +33,7 @@ import uuid
 import nbformat
 import pytest
 
-from tests.conftest import require_sandbox
+from tests.plugins.environment import require_sandbox
 from tests.test_submissions_cannot_harm_grading import ANSWER, ASSIGNMENT, processes_with, report
 from tools.assignments.nbgrader_course import Course, fill_release, solution_code
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS

@@ -21,7 +21,9 @@ import nbformat
 import pytest
 from bs4 import BeautifulSoup
 
-from tests.conftest import graded_assignments, require_sandbox, submission_name
+from tests.plugins.environment import require_sandbox
+from tests.plugins.selection import graded_assignments
+from tests.plugins.shared_grading_run import submission_name
 from tools.sandbox.bubblewrap import SandboxUnavailable, check_available
 from tools.assignments.nbgrader_course import fill_release, protected_regions, solution_code
 from tools.paths import EXERCISES, SOLUTIONS, wrong_implementations

@@ -32,7 +32,8 @@ import nbformat
 import numpy as np
 import pytest
 
-from tests.conftest import graded_assignments, require_sandbox
+from tests.plugins.environment import require_sandbox
+from tests.plugins.selection import graded_assignments
 from tools.assignments.nbgrader_course import Course, fill_release, hidden_lines, read_wrong_implementation, solution_code
 from tools.paths import EXERCISES, SOLUTIONS, attacks, verification_spec, wrong_implementations
 from tools.verification.probes import BadResult, ResultsFolder

@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import require_sandbox
+from tests.plugins.environment import require_sandbox
 from tools.course_settings import CourseSettings, VerificationLimits
 from tools.grading.run import NEEDS_A_LOOK
 from tools.assignments.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code

@@ -16,8 +16,8 @@ import subprocess
 import nbformat
 import pytest
 
-from tests.conftest import submission_name
-from tests.conftest import require_sandbox
+from tests.plugins.shared_grading_run import submission_name
+from tests.plugins.environment import require_sandbox
 from tools.assignments.nbgrader_course import (Course, alembic_head, fill_release, metadata_schema_checked_once,
                                   read_wrong_implementation, solution_code)
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS, assignments, wrong_implementations

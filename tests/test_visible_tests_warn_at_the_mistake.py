@@ -23,7 +23,8 @@ import re
 import nbformat
 import pytest
 
-from tests.conftest import graded_assignments, submission_name
+from tests.plugins.selection import graded_assignments
+from tests.plugins.shared_grading_run import submission_name
 from tools.assignments.hidden_tests import without_generated
 from tools.paths import SOLUTIONS, assignments, wrong_implementations
 from tools.verification import probes

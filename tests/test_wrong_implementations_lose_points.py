@@ -10,7 +10,8 @@ reference solution that shows the mistake and nothing else.
 
 import pytest
 
-from tests.conftest import graded_assignments, submission_name
+from tests.plugins.selection import graded_assignments
+from tests.plugins.shared_grading_run import submission_name
 from tools.assignments.nbgrader_course import apply_patch, read_wrong_implementation, solution_code
 from tools.paths import SOLUTIONS, checks_folder, wrong_implementations
 
