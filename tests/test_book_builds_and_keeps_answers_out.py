@@ -20,6 +20,9 @@ import yaml
 from tools.assignments.nbgrader_course import gives_nothing_away, protected_regions, public_lines, public_text
 from tools.paths import BUILD_HTML, ROOT, SOLUTIONS, assignments
 
+# `make check` runs this module after a change to a chapter (tests/make_check.py).
+MAKE_CHECK = ("chapter",)
+
 
 class _Text(HTMLParser):
     def __init__(self):

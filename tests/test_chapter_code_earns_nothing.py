@@ -46,6 +46,9 @@ from tools.paths import CHAPTERS, ROOT, SOLUTIONS, checks_folder
 from tools.verification.in_kernel import run_check
 from tools.verification.verify import load_spec
 
+# `make check` runs this module after a change to an assignment or a chapter (tests/make_check.py).
+MAKE_CHECK = ("assignment", "chapter")
+
 # A check that uses more CPU time than this on a chapter's definition fails it (it would also run past the cell's
 # time limit in the kernel). CPU time, not the wall clock: these checks run at low priority beside the rest of the
 # suite, and a busy machine must not fail the control.

@@ -55,6 +55,9 @@ from tests.plugins.background_runs import BackgroundRun, background_kernel
 from tests.plugins.selection import chosen_chapters
 from tools.paths import ROOT
 
+# `make check` runs this module after a change to a chapter (tests/make_check.py).
+MAKE_CHECK = ("chapter",)
+
 LOG_DIR = ROOT / "_build" / "every-cpu"
 
 # Two runs that between them move every switch off this machine's own choice.

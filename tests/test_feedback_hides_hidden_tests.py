@@ -28,6 +28,9 @@ from tools.sandbox.bubblewrap import SandboxUnavailable, check_available
 from tools.assignments.nbgrader_course import fill_release, protected_regions, solution_code
 from tools.paths import EXERCISES, SOLUTIONS, wrong_implementations
 
+# `make check` runs this module after a change to an assignment (tests/make_check.py).
+MAKE_CHECK = ("assignment",)
+
 ASSIGNMENTS = graded_assignments()
 WRONG = [(a, path) for a in ASSIGNMENTS for path in wrong_implementations(a)]
 

@@ -40,6 +40,9 @@ from tools.verification.probes import BadResult, ResultsFolder
 from tools.sandbox.bubblewrap import SandboxUnavailable, check_available
 from tools.verification.verify import CSV_COLUMNS, load_spec, prepare, program, source_steps, student_cells, verify
 
+# `make check` runs this module after a change to an assignment (tests/make_check.py).
+MAKE_CHECK = ("assignment",)
+
 ATTACKS = [(a, path) for a in graded_assignments() for path in attacks(a)]
 HONEST_KINDS = ("correct", "partly-wrong", "blank", "crashing", "own-cells")
 

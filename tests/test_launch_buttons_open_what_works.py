@@ -31,6 +31,9 @@ from tests.plugins.background_runs import BackgroundRun, background_kernel
 from tests.plugins.selection import chosen_chapters
 from tools.paths import BUILD_HTML, CHAPTERS, ROOT
 
+# `make check` runs this module after a change to a chapter (tests/make_check.py).
+MAKE_CHECK = ("chapter",)
+
 CHAPTER_FILES = sorted(CHAPTERS.glob("ch*.ipynb"))
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 #: What Colab provides that a chapter may use; everything else must come from course.py.

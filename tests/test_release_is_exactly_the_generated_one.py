@@ -16,6 +16,9 @@ from tools.paths import EXERCISES, SOLUTIONS, assignments, verification_spec
 from tools import notebook_checks
 from tools.assignments.release import generate_releases
 
+# `make check` runs this module after a change to an assignment (tests/make_check.py).
+MAKE_CHECK = ("assignment",)
+
 ASSIGNMENTS = assignments()
 MARKERS = re.compile(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN TESTS")
 STUB = "# YOUR CODE HERE\nraise NotImplementedError()"

@@ -29,6 +29,9 @@ from tools.assignments.hidden_tests import without_generated
 from tools.paths import SOLUTIONS, assignments, wrong_implementations
 from tools.verification import probes
 
+# `make check` runs this module after a change to an assignment (tests/make_check.py).
+MAKE_CHECK = ("assignment",)
+
 ASSIGNMENTS = graded_assignments()
 MARK = "# caught by a visible test"
 HIDDEN = "### BEGIN HIDDEN TESTS"

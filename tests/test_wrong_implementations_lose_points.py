@@ -15,6 +15,9 @@ from tests.plugins.shared_grading_run import submission_name
 from tools.assignments.nbgrader_course import apply_patch, read_wrong_implementation, solution_code
 from tools.paths import SOLUTIONS, checks_folder, wrong_implementations
 
+# `make check` runs this module after a change to an assignment (tests/make_check.py).
+MAKE_CHECK = ("assignment",)
+
 WRONG = [(a, path) for a in graded_assignments() for path in wrong_implementations(a)]
 
 
