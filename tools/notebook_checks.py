@@ -22,6 +22,7 @@ HELPER_CELL = "check_helpers"
 
 # --- shared by every assignment (tools/notebook_checks.py; `make release` copies it here) ---
 import re  # noqa: E402
+from torch.overrides import TorchFunctionMode  # noqa: E402 (copied only into a notebook that records operations)
 
 
 def _torch():
@@ -140,37 +141,76 @@ def expect_close(what, got, expected, *, atol, rtol, on="", cause=""):
 def rounded(values, digits=4):
     # A tensor's entries as a short list of rounded numbers, to quote your own output in a message.
     return [round(float(v), digits) for v in _torch().as_tensor(values).flatten()[:8]]
+
+
+class OpRecorder(TorchFunctionMode):
+    """Records every PyTorch operation that runs while it is active, and changes nothing:
+
+        with OpRecorder() as ops:
+            out = tiled_attention(q, k, v, block_size=8)
+
+    ops.calls then holds, for each operation in order, (name, shapes of the tensors it was given, shapes of the
+    tensors it returned, its other keyword arguments). An operation that raised is there too, having returned none."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        options = {key: value for key, value in kwargs.items() if not isinstance(value, _torch().Tensor)}
+        returned = []
+        self.calls.append((getattr(func, "__name__", str(func)), tensor_shapes(args) + tensor_shapes(kwargs),
+                           returned, options))
+        result = func(*args, **kwargs)
+        returned.extend(tensor_shapes(result))
+        return result
+
+
+def tensor_shapes(value):
+    # The shapes of the tensors in value (a tensor, or tuples, lists and dicts of them), in order.
+    if isinstance(value, _torch().Tensor):
+        return [tuple(value.shape)]
+    if isinstance(value, (tuple, list)):
+        return [shape for item in value for shape in tensor_shapes(item)]
+    if isinstance(value, dict):
+        return tensor_shapes(list(value.values()))
+    return []
 # --- end of the shared helpers ---
 
 
 def shared_text(used=None) -> str:
     """The shared helpers as a notebook carries them: this file's code from
     the SHARED_START line up to the end marker. With ``used`` (the names a
-    notebook's other code uses), only the helpers it needs, and those they
-    call, in this file's order: a student reads no helper that no test uses."""
+    notebook's other code uses), only the helpers it needs (functions and
+    classes), those they call and the imports they need, in this file's
+    order: a student reads no helper that no test uses."""
     import ast
 
     text = Path(__file__).read_text()
     start = text.index("\n" + SHARED_START + "\n") + 1
     end = text.index("# --- end of the shared helpers ---\n")
-    text = text[start:end].replace("import re  # noqa: E402\n", "import re\n")
+    text = re.sub(r"  # noqa: E402.*\n", "\n", text[start:end])
     if used is None:
         return text
     lines = text.splitlines(keepends=True)
     tree = ast.parse(text)
-    defs = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
-    calls = {name: {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} & set(defs) - {name}
+    defs = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    calls = {name: {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} - {name}
              for name, node in defs.items()}
     wanted, todo = set(), [name for name in defs if name in set(used)]
     while todo:
         name = todo.pop()
         if name not in wanted:
             wanted.add(name)
-            todo.extend(calls[name])
+            todo.extend(calls[name] & set(defs))
+    needed = set().union(*(calls[name] for name in wanted))
     kept = [line for line in lines[: tree.body[0].end_lineno]]  # the marker line and `import re`
     for node in tree.body[1:]:
-        if isinstance(node, ast.FunctionDef) and node.name in wanted:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in wanted:
             kept.append("\n\n" + "".join(lines[node.lineno - 1 : node.end_lineno]))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and {a.asname or a.name for a in node.names} & needed:
+            kept.append("".join(lines[node.lineno - 1 : node.end_lineno]))  # an import a kept helper needs
     return "".join(kept)
 
 
