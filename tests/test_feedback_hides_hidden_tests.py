@@ -165,7 +165,7 @@ get_ipython().events.register("post_run_cell", _echo)
 
 def GUEST_SUBMISSIONS(assignment):
     """One student, "echo", whose first answer cell makes every later cell
-    print its own source: graded in the shared `make grade` run (conftest)."""
+    print its own source: graded in the shared `make grade` run (tests/plugins/shared_grading_run.py)."""
     try:
         check_available()
     except SandboxUnavailable:

@@ -256,7 +256,7 @@ def grade_course(root, verify_too=True):
 
 def GUEST_SUBMISSIONS(assignment):
     """The honest submissions and the attacks of ``assignment``, graded in the
-    shared `make grade` run (conftest) next to every other submission."""
+    shared `make grade` run (tests/plugins/shared_grading_run.py) next to every other submission."""
     try:
         check_available()
     except SandboxUnavailable:
