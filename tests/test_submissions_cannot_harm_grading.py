@@ -49,7 +49,7 @@ import pytest
 from tests.plugins.environment import require_sandbox
 from tools.assignments.nbgrader_course import Course, fill_release, solution_code
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS
-from tools.sandbox.bubblewrap import bubblewrap as sandbox
+from tools.sandbox import bubblewrap as sandbox
 from tools.sandbox.bubblewrap import PROCESS_LIMIT, let_sandbox_write, sandboxed_command
 
 ASSIGNMENT = "ex01_by_hand"
