@@ -3,9 +3,12 @@
 #
 #   make book     build the website into _build/html (warnings are errors)
 #   make test     run every test: chapters (nbval), book, release, grading
-#   make check    after editing one assignment: grade its solution, wrong
-#                 implementations and attacks, and check its release
-#                 (ASSIGNMENT=...; all of them without it)
+#   make check    after editing an assignment or a chapter: the tests it
+#                 needs (ASSIGNMENT=... grades its solution, wrong implementations
+#                 and attacks and checks its release; CHAPTER=ch07 re-runs the
+#                 chapter, on other CPUs and as in Colab, and checks its page;
+#                 `all` for every one; without either, those the change touches
+#                 since BASE=main, as git status and git diff show them)
 #   make release  regenerate exercises/ (student notebooks) from solutions/
 #   make grade    autograde submitted/, write feedback/ and grades.csv
 #                 (ASSIGNMENT=..., COURSE=folder, JOBS=workers)
@@ -70,12 +73,13 @@ book: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# One assignment's promises (CONTRIBUTING.md, "Checklists"): its grading run
-# holds only that assignment's submissions.
+# What a change to assignments or chapters needs (CONTRIBUTING.md, "Checklists"):
+# the test modules that declare MAKE_CHECK, for the assignments and chapters
+# named, or else for those the change touches (tests/make_check.py says which);
+# the grading run holds only the chosen assignments' submissions.
 check: $(STAMP)
-	COURSE_ASSIGNMENTS=$(ASSIGNMENT) $(BIN)/python -m pytest -p no:cacheprovider $(PYTEST_ARGS) \
-	  tests/test_wrong_implementations_lose_points.py tests/test_visible_tests_warn_at_the_mistake.py tests/test_feedback_hides_hidden_tests.py tests/test_feedback_teaches_without_telling.py \
-	  tests/test_grades_cannot_be_faked.py tests/test_release_is_exactly_the_generated_one.py tests/test_report_shows_what_the_class_missed.py
+	$(BIN)/python -m tests.make_check $(if $(ASSIGNMENT),--assignment $(ASSIGNMENT)) \
+	  $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(BASE),--base $(BASE)) $(PYTEST_ARGS)
 
 release: $(STAMP)
 	$(BIN)/python -m tools.assignments.release $(ASSIGNMENT)

@@ -3,7 +3,7 @@ students reaches the site.
 
 The site is built once per test session with the same command as `make book`
 (warnings are errors), from the chapters' committed outputs, which nbval proves
-are what executing them produces: the `book` fixture of conftest.py, shared
+are what executing them produces: the `book` fixture of tests/plugins/book.py, shared
 with the browser tests of test_site_works_offline_in_a_browser.py. Then every file of
 _build/html is searched for solution code and hidden-test text from every
 notebook in solutions/.
@@ -19,6 +19,9 @@ import yaml
 
 from tools.assignments.leak_checks import gives_nothing_away, protected_regions, public_lines, public_text
 from tools.paths import BUILD_HTML, ROOT, SOLUTIONS, assignments
+
+# `make check` runs this module after a change to a chapter (tests/make_check.py).
+MAKE_CHECK = ("chapter",)
 
 
 class _Text(HTMLParser):

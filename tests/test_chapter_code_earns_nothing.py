@@ -30,7 +30,6 @@ import inspect
 import re
 import json
 import signal
-import subprocess
 import sys
 import warnings
 from contextlib import contextmanager
@@ -39,11 +38,16 @@ from functools import lru_cache
 import nbformat
 import pytest
 
+from tests.plugins.background_runs import BackgroundRun
+from tests.plugins.selection import graded_assignments
 from tools.assignments.hidden_tests import SECTION
 from tools.assignments.wrong_implementations import read_wrong_implementation
-from tools.paths import CHAPTERS, ROOT, SOLUTIONS, assignments, checks_folder
+from tools.paths import CHAPTERS, ROOT, SOLUTIONS, checks_folder
 from tools.verification.in_kernel import run_check
 from tools.verification.specs import load_spec
+
+# `make check` runs this module after a change to an assignment or a chapter (tests/make_check.py).
+MAKE_CHECK = ("assignment", "chapter")
 
 # A check that uses more CPU time than this on a chapter's definition fails it (it would also run past the cell's
 # time limit in the kernel). CPU time, not the wall clock: these checks run at low priority beside the rest of the
@@ -270,32 +274,24 @@ _started = {}
 
 
 def start_runs():
-    """Start every assignment's check, each in a Python of its own (a notebook's set-up, torch's default dtype or
-    its seeds, must reach neither this session nor another assignment), in the background at low priority: called
-    once the session has collected this module (tests/conftest.py)."""
+    """Start the check of every assignment (of COURSE_ASSIGNMENTS, under `make check`), each in a Python of its own
+    (a notebook's set-up, torch's default dtype or its seeds, must reach neither this session nor another
+    assignment), in the background at low priority: called once the session has collected this module
+    (tests/plugins/background_runs.py)."""
     if _started:
         return
     LOG_DIR.mkdir(parents=True, exist_ok=True)
-    for assignment in assignments():
-        out, err = open(LOG_DIR / f"{assignment}.json", "w"), open(LOG_DIR / f"{assignment}.log", "w")
-        process = subprocess.Popen(["nice", "-n", "19", sys.executable, "-m", "tests.test_chapter_code_earns_nothing",
-                                    assignment], cwd=ROOT, stdout=out, stderr=err)
-        _started[assignment] = (process, out, err)
+    for assignment in graded_assignments():
+        _started[assignment] = BackgroundRun([sys.executable, "-m", "tests.test_chapter_code_earns_nothing", assignment],
+                                             out=LOG_DIR / f"{assignment}.json", log=LOG_DIR / f"{assignment}.log")
 
 
-@pytest.mark.parametrize("assignment", assignments())
+@pytest.mark.parametrize("assignment", graded_assignments())
 def test_no_chapter_definition_earns_a_graded_task(assignment):
     start_runs()  # when this module is run on its own
-    process, out, err = _started[assignment]
-    try:
-        returncode = process.wait(timeout=900)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        raise
-    finally:
-        out.close()
-        err.close()
-    stdout, stderr = (LOG_DIR / f"{assignment}.json").read_text(), (LOG_DIR / f"{assignment}.log").read_text()
+    run = _started[assignment]
+    returncode = run.wait(timeout=900)
+    stdout, stderr = run.out.read_text(), run.output()
     assert returncode == 0 and stdout.strip(), f"the check of {assignment} did not finish:\n{stderr[-3000:]}"
     result = json.loads(stdout.splitlines()[-1])
     assert result["tried"], f"no chapter definition could stand in for any answer of {assignment}: the test proves nothing"

@@ -17,6 +17,9 @@ import pytest
 
 from tools.paths import CHAPTERS, EXERCISES, ROOT, SOLUTIONS
 
+# `make check` runs this module after a change to a chapter (tests/make_check.py).
+MAKE_CHECK = ("chapter",)
+
 CHAPTER_FILES = sorted(CHAPTERS.glob("ch*.ipynb"))
 BUILTINS = re.compile(r"scaled_dot_product_attention|MultiheadAttention|torch\.softmax|F\.softmax")
 

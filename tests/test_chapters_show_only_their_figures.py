@@ -24,6 +24,9 @@ from tools.paths import CHAPTERS
 sys.path.insert(0, str(CHAPTERS))
 import course  # noqa: E402
 
+# `make check` runs this module after a change to a chapter (tests/make_check.py).
+MAKE_CHECK = ("chapter",)
+
 sys.path.remove(str(CHAPTERS))
 
 matplotlib.use("Agg")

@@ -33,7 +33,7 @@ import uuid
 import nbformat
 import pytest
 
-from tests.conftest import require_sandbox
+from tests.plugins.environment import require_sandbox
 from tests.test_submissions_cannot_harm_grading import ANSWER, ASSIGNMENT, processes_with, report
 from tools.assignments.answers import fill_release, solution_code
 from tools.assignments.nbgrader_course import Course
@@ -169,7 +169,7 @@ CRASH_END = "\nimport os\nos._exit(1)\n"
 # Its probes require that no process outside their own sandbox can be reached. The suite's other runs start
 # sandboxed programs as the same sandbox user, and a program just started by exec is readable for a moment
 # (its /proc/<pid>/maps): a probe read one while they ran. So this module runs last, when nothing else grades
-# (conftest.py); instructor/protections.md says to run one grading run at a time on a machine.
+# (tests/plugins/shared_grading_run.py); instructor/protections.md says to run one grading run at a time on a machine.
 RUN_ALONE = True
 
 SEQUENTIAL = {

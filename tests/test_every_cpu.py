@@ -47,14 +47,16 @@ test (moved to the end of the session) waits for them.
 import json
 import os
 import re
-import subprocess
 import sys
-import time
 
 import pytest
 
-from tests.conftest import background_kernel
-from tools.paths import CHAPTERS, ROOT
+from tests.plugins.background_runs import BackgroundRun, background_kernel
+from tests.plugins.selection import chosen_chapters
+from tools.paths import ROOT
+
+# `make check` runs this module after a change to a chapter (tests/make_check.py).
+MAKE_CHECK = ("chapter",)
 
 LOG_DIR = ROOT / "_build" / "every-cpu"
 
@@ -82,22 +84,22 @@ RUNS = {
     },
 }
 
-RUNS_FIXTURE = "run"  # the tests that read the runs (conftest.reads_runs): the test of the kernels' priority starts none
+RUNS_FIXTURE = "run"  # the tests that read the runs (tests/plugins/background_runs.py, reads_runs): the test of the kernels' priority starts none
 _started = {}
 # Seconds each run took, and how long the suite waited for it at the end: what
 # this check adds to the time of `make test` (printed in the terminal summary).
 TIMINGS = {}
 
 
-KERNEL = "course-background"  # this Python's kernel, at low priority (conftest.background_kernel)
+KERNEL = "course-background"  # this Python's kernel, at low priority (tests/plugins/background_runs.py, background_kernel)
 RUN_TIMEOUT = 1800  # seconds the session waits for a run (and a kernel of it for the CPU to start)
 
 
 def command():
-    """nbval over every chapter, strict, as `make test` runs it (with this Python's kernel, at low priority)."""
-    chapters = sorted(str(p.relative_to(ROOT)) for p in CHAPTERS.glob("ch*.ipynb"))
+    """nbval over every chapter (those of COURSE_CHAPTERS under `make check`), strict, as `make test` runs it (with
+    this Python's kernel, at low priority)."""
+    chapters = [str(p.relative_to(ROOT)) for p in chosen_chapters()]
     return [
-        "nice", "-n", "19",
         sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
         "--nbval", "--nbval-kernel-name", KERNEL, "--nbval-sanitize-with", "tests/nbval_sanitize.cfg",
         # (at the lowest priority a kernel may wait for the CPU until the rest of the suite is done: only a hang
@@ -124,11 +126,9 @@ def start_runs():
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     path = kernels()
     for name, switches in RUNS.items():
-        log = open(LOG_DIR / f"{name}.log", "w")
-        env = {**os.environ, **switches, "PYTHONHASHSEED": "0", 
+        env = {**os.environ, **switches, "PYTHONHASHSEED": "0",
                "JUPYTER_PATH": os.pathsep.join(filter(None, [str(path), os.environ.get("JUPYTER_PATH")]))}
-        process = subprocess.Popen(command(), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-        _started[name] = (process, log, time.monotonic())
+        _started[name] = BackgroundRun(command(), log=LOG_DIR / f"{name}.log", env=env)
 
 
 def summary(text, limit=6000):
@@ -140,13 +140,11 @@ def summary(text, limit=6000):
 @pytest.mark.parametrize("run", RUNS)
 def test_chapters_reproduce_on_other_cpus(run):
     start_runs()  # when this module is run on its own
-    process, log, started = _started[run]
-    waiting = time.monotonic()
-    returncode = process.wait(timeout=RUN_TIMEOUT)
-    log.close()
-    text = (LOG_DIR / f"{run}.log").read_text()
+    background = _started[run]
+    returncode = background.wait(timeout=RUN_TIMEOUT)
+    text = background.output()
     took = re.findall(r" in ([0-9.]+)s", text)  # pytest's own time for the run
-    TIMINGS[run] = (float(took[-1]) if took else time.monotonic() - started, time.monotonic() - waiting)
+    TIMINGS[run] = (float(took[-1]) if took else background.took, background.waited)
     switches = " ".join(f"{k}={v}" for k, v in RUNS[run].items())
     assert returncode == 0, (
         f"with {switches} the chapters do not reproduce their committed outputs: a cell prints or glues "
@@ -156,7 +154,7 @@ def test_chapters_reproduce_on_other_cpus(run):
 
 
 def test_background_kernels_run_at_the_lowest_priority():
-    """A kernel of the runs' kernelspec (KERNEL, conftest.background_kernel), started as nbval starts it, through
+    """A kernel of the runs' kernelspec (KERNEL, background_runs.background_kernel), started as nbval starts it, through
     jupyter_client, which gives every kernel a session of its own, runs with its session's autogroup at nice 19, so
     that the runs take only the CPU the rest of the suite leaves idle. Where Linux has no autogroups there is nothing
     to lower."""

@@ -21,11 +21,16 @@ import nbformat
 import pytest
 from bs4 import BeautifulSoup
 
-from tests.conftest import graded_assignments, require_sandbox, submission_name
+from tests.plugins.environment import require_sandbox
+from tests.plugins.selection import graded_assignments
+from tests.plugins.shared_grading_run import submission_name
 from tools.sandbox.bubblewrap import SandboxUnavailable, check_available
 from tools.assignments.answers import fill_release, solution_code
 from tools.assignments.leak_checks import protected_regions
 from tools.paths import EXERCISES, SOLUTIONS, wrong_implementations
+
+# `make check` runs this module after a change to an assignment (tests/make_check.py).
+MAKE_CHECK = ("assignment",)
 
 ASSIGNMENTS = graded_assignments()
 WRONG = [(a, path) for a in ASSIGNMENTS for path in wrong_implementations(a)]
@@ -161,7 +166,7 @@ get_ipython().events.register("post_run_cell", _echo)
 
 def GUEST_SUBMISSIONS(assignment):
     """One student, "echo", whose first answer cell makes every later cell
-    print its own source: graded in the shared `make grade` run (conftest)."""
+    print its own source: graded in the shared `make grade` run (tests/plugins/shared_grading_run.py)."""
     try:
         check_available()
     except SandboxUnavailable:

@@ -24,10 +24,15 @@ import nbformat
 import numpy as np
 import pytest
 
-from tests.conftest import graded_assignments, require_sandbox, submission_name
+from tests.plugins.environment import require_sandbox
+from tests.plugins.selection import graded_assignments
+from tests.plugins.shared_grading_run import submission_name
 from tests.test_feedback_hides_hidden_tests import feedback_text, paths
 from tests.test_visible_tests_warn_at_the_mistake import failed_part, graded_test_cells
 from tools.paths import SOLUTIONS, wrong_implementations
+
+# `make check` runs this module after a change to an assignment (tests/make_check.py).
+MAKE_CHECK = ("assignment",)
 
 ASSIGNMENTS = graded_assignments()
 WRONG = [(a, path) for a in ASSIGNMENTS for path in wrong_implementations(a)]

@@ -33,7 +33,8 @@ import nbformat
 import numpy as np
 import pytest
 
-from tests.conftest import graded_assignments, require_sandbox
+from tests.plugins.environment import require_sandbox
+from tests.plugins.selection import graded_assignments
 from tools.assignments.answers import fill_release, solution_code
 from tools.assignments.leak_checks import hidden_lines
 from tools.assignments.nbgrader_course import Course
@@ -45,6 +46,9 @@ from tools.verification.notebooks import source_steps, student_cells
 from tools.verification.report import CSV_COLUMNS
 from tools.verification.run import verify
 from tools.verification.specs import load_spec, prepare, program
+
+# `make check` runs this module after a change to an assignment (tests/make_check.py).
+MAKE_CHECK = ("assignment",)
 
 ATTACKS = [(a, path) for a in graded_assignments() for path in attacks(a)]
 HONEST_KINDS = ("correct", "partly-wrong", "blank", "crashing", "own-cells")
@@ -293,7 +297,7 @@ def grade_course(root, verify_too=True):
 
 def GUEST_SUBMISSIONS(assignment):
     """The honest submissions and the attacks of ``assignment``, graded in the
-    shared `make grade` run (conftest) next to every other submission."""
+    shared `make grade` run (tests/plugins/shared_grading_run.py) next to every other submission."""
     try:
         check_available()
     except SandboxUnavailable:

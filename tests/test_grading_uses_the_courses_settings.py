@@ -25,7 +25,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-from tests.conftest import require_sandbox
+from tests.plugins.environment import require_sandbox
 from tools.course_settings import CourseSettings, VerificationLimits
 from tools.grading.run import NEEDS_A_LOOK
 from tools.assignments.answers import fill_release, solution_code

@@ -27,8 +27,12 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.conftest import background_kernel
+from tests.plugins.background_runs import BackgroundRun, background_kernel
+from tests.plugins.selection import chosen_chapters
 from tools.paths import BUILD_HTML, CHAPTERS, ROOT
+
+# `make check` runs this module after a change to a chapter (tests/make_check.py).
+MAKE_CHECK = ("chapter",)
 
 CHAPTER_FILES = sorted(CHAPTERS.glob("ch*.ipynb"))
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
@@ -186,9 +190,9 @@ def run_alone(kernels, path, folder):
 
 
 # The chapters run as in Colab in a program of their own, started in the background once the session has collected
-# this module (tests/conftest.py, IN_BACKGROUND), at low priority, one chapter after another; its tests run last.
+# this module (tests/plugins/background_runs.py, IN_BACKGROUND), at low priority, one chapter after another; its tests run last.
 COLAB_DIR = ROOT / "_build" / "colab"
-RUNS_FIXTURE = "colab"  # the tests that read the run (conftest.reads_runs): the others start none
+RUNS_FIXTURE = "colab"  # the tests that read the run (tests/plugins/background_runs.py, reads_runs): the others start none
 _started = {}
 
 
@@ -198,21 +202,15 @@ def start_runs():
     shutil.rmtree(COLAB_DIR, ignore_errors=True)
     COLAB_DIR.mkdir(parents=True)
     _started["colab"] = make_colab(COLAB_DIR)
-    log = open(COLAB_DIR / "run.log", "w")
-    _started["process"] = subprocess.Popen(
-        ["nice", "-n", "19", sys.executable, "-m", "tests.test_launch_buttons_open_what_works", str(COLAB_DIR)],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    _started["log"] = log
+    _started["run"] = BackgroundRun([sys.executable, "-m", "tests.test_launch_buttons_open_what_works", COLAB_DIR],
+                                    log=COLAB_DIR / "run.log")
 
 
 @pytest.fixture(scope="session")
 def colab():
     """The simulated Colab, and the chapters' runs in it (waited for)."""
     start_runs()  # when this module is run on its own
-    try:
-        _started["process"].wait(timeout=RUN_TIMEOUT)
-    finally:
-        _started["log"].close()
+    _started["run"].wait(timeout=RUN_TIMEOUT)
     return _started["colab"]
 
 
@@ -286,6 +284,6 @@ def test_built_pages_link_to_no_placeholder_host(book):
 if __name__ == "__main__":  # start_runs(): every chapter, one after another, in the simulated Colab under argv[1]
     root = Path(sys.argv[1])
     (root / "results").mkdir(exist_ok=True)
-    for chapter in CHAPTER_FILES:
+    for chapter in chosen_chapters():
         outcome = run_alone(root / "kernels", chapter, root / "content" / chapter.stem)
         (root / "results" / f"{chapter.stem}.json").write_text(json.dumps(outcome))

@@ -16,8 +16,8 @@ import subprocess
 import nbformat
 import pytest
 
-from tests.conftest import submission_name
-from tests.conftest import require_sandbox
+from tests.plugins.shared_grading_run import submission_name
+from tests.plugins.environment import require_sandbox
 from tools.assignments.answers import fill_release, solution_code
 from tools.assignments.nbgrader_course import Course
 from tools.assignments.wrong_implementations import read_wrong_implementation

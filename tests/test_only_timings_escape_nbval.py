@@ -32,6 +32,9 @@ from nbval.plugin import comment_markers, metadata_tags
 
 from tools.paths import CHAPTERS
 
+# `make check` runs this module after a change to a chapter (tests/make_check.py).
+MAKE_CHECK = ("chapter",)
+
 TAG = "nbval-ignore-output"
 
 # (chapter, cell id) -> why its printed values may differ from run to run.

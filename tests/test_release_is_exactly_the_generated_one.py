@@ -16,6 +16,9 @@ from tools.paths import EXERCISES, SOLUTIONS, assignments, verification_spec
 from tools.assignments import helper_cells as notebook_checks
 from tools.assignments.release import generate_releases
 
+# `make check` runs this module after a change to an assignment (tests/make_check.py).
+MAKE_CHECK = ("assignment",)
+
 ASSIGNMENTS = assignments()
 MARKERS = re.compile(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN TESTS")
 STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
@@ -107,12 +110,47 @@ def test_test_cells_share_one_set_of_helpers(assignment):
         f"solutions/{assignment}'s helper cell differs from tools/notebook_checks.py: run `make release`"
     )
     _, _, own = notebook_checks.split_helper_cell(source)
-    shared_names = set(re.findall(r"^def (\w+)", notebook_checks.shared_text(), re.M))
+    shared_names = set(re.findall(r"^(?:def|class) (\w+)", notebook_checks.shared_text(), re.M))
     again = shared_names & set(re.findall(r"^(?:def|class) (\w+)", own, re.M))
     assert not again, f"{assignment} defines shared helpers again: {sorted(again)}"
     for cell in notebook.cells[notebook.cells.index(notebook_checks.helper_cell(notebook)) + 1:]:
         redefined = shared_names & set(re.findall(r"^(?:def|class) (\w+)", cell.source, re.M))
         assert not redefined, f"a cell of {assignment} defines {sorted(redefined)}, a shared helper"
+
+
+def test_one_recorder_of_pytorch_operations_serves_every_notebook():
+    """The notebooks that watch which PyTorch operations an answer runs (ex02: no ready-made softmax; ex07: no
+    score-sized tensor, no built-in attention) use the one shared OpRecorder: no cell defines a mode of its own."""
+    own_modes = {}
+    for assignment in ASSIGNMENTS:
+        notebook = nbformat.read(SOLUTIONS / assignment / f"{assignment}.ipynb", as_version=4)
+        helper = notebook_checks.helper_cell(notebook)
+        for cell in notebook.cells:
+            source = notebook_checks.split_helper_cell(cell.source)[2] if cell is helper else cell.source
+            found = re.findall(r"^class (\w+)\((?:\w+\.)*TorchFunctionMode\)", source, re.M)
+            if found:
+                own_modes[assignment] = found
+    assert not own_modes, f"cells that write their own recorder of PyTorch operations: {own_modes}; use OpRecorder"
+
+
+def test_the_recorder_notes_every_operation_in_order_even_one_that_raised():
+    import torch
+
+    space = {"torch": torch}
+    exec(notebook_checks.shared_text(["OpRecorder"]), space)
+    x, y = torch.zeros(2, 3), torch.zeros(1, 2, 3)
+    with space["OpRecorder"]() as ops:
+        torch.softmax(x, dim=-1)
+        try:
+            x.logsumexp(dim=5)
+        except IndexError:
+            pass
+        torch.nn.functional.scaled_dot_product_attention(y, y, y, is_causal=True)
+    assert ops.calls == [
+        ("softmax", [(2, 3)], [(2, 3)], {"dim": -1}),
+        ("logsumexp", [(2, 3)], [], {"dim": 5}),
+        ("scaled_dot_product_attention", [(1, 2, 3)] * 3, [(1, 2, 3)], {"is_causal": True}),
+    ]
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

@@ -25,14 +25,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import graded_assignments, submission_name
-from tools.assignments.nbgrader_course import hidden_lines, solution_code
+from tests.plugins.selection import graded_assignments
+from tests.plugins.shared_grading_run import submission_name
+from tools.assignments.answers import solution_code
+from tools.assignments.leak_checks import hidden_lines
 from tools.paths import SOLUTIONS, wrong_implementations
 from tools.report.data import read_course
 from tools.report.pages import write_report
 from tools.verification.probes import GENERAL_CAUSES
 from tools.verification.report import CAUSES_COLUMNS, CAUSES_CSV
 from tools.verification.specs import load_spec
+
+MAKE_CHECK = ("assignment",)  # make check ASSIGNMENT=... runs it (tests/make_check.py)
 
 ASSIGNMENTS = graded_assignments()
 CAUSE_LINE = re.compile(r"^# cause: ([a-z0-9_]+)$")

@@ -60,6 +60,9 @@ from tools.site.browser import CHROMIUM, HOW_TO_GET_CHROMIUM, launch, offline_co
 sys.path.insert(0, str(ROOT / "chapters"))
 from course import MIN_CONTRAST, SMALL_PRINT_PX  # noqa: E402  (the figures' promises, stated once)
 
+# `make check` runs this module after a change to a chapter (tests/make_check.py).
+MAKE_CHECK = ("chapter",)
+
 sys.path.remove(str(ROOT / "chapters"))
 
 PAGES = toc_pages(yaml.safe_load((ROOT / "_toc.yml").read_text()))

@@ -46,7 +46,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tests.conftest import require_sandbox
+from tests.plugins.environment import require_sandbox
 from tools.assignments.answers import fill_release, solution_code
 from tools.assignments.nbgrader_course import Course
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS

@@ -440,7 +440,7 @@ def term(tmp_path_factory):
     for command in (ADMIN_EXCHANGE, ADMIN_COURSE, PENALTY, DUEDATE, RELEASE, FETCH, SUBMIT, COLLECT,
                     GRADE, RELEASE_FEEDBACK, FETCH_FEEDBACK, SYSTEM_CONFIG):
         assert command in guide, f"the instructor guide no longer says `{command}`: update tests/test_term_runs_through_the_exchange.py"
-    from tests.conftest import require_sandbox
+    from tests.plugins.environment import require_sandbox
 
     require_sandbox("the term test (make grade runs sandboxed)")
     missing = root_tools_missing()

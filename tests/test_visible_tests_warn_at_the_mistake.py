@@ -9,7 +9,10 @@ grading. So the classic mistakes must already fail a test the student can run:
   test_wrong_implementations_lose_points.py reads: a test cell runs its visible asserts before its
   hidden ones, so the traceback's line in the cell says which part failed;
 - the reference solution fails no test cell at all, visible or hidden;
-- the mistakes that the course promises to catch on the spot carry the mark;
+- which mistakes must fail a visible test is read from the files themselves (the
+  mark), not kept in a list here; a line that looks like the mark but is not read
+  as one (misspelt, or below the first section) is an error, since a mark that
+  is not read promises nothing;
 - no test cell depends on another answer of the student's: it uses only the
   names defined by the solution cells it tests (a slip in one answer costs
   that answer's points once, not again in a later test);
@@ -23,10 +26,14 @@ import re
 import nbformat
 import pytest
 
-from tests.conftest import graded_assignments, submission_name
+from tests.plugins.selection import graded_assignments
+from tests.plugins.shared_grading_run import submission_name
 from tools.assignments.hidden_tests import without_generated
 from tools.paths import SOLUTIONS, assignments, wrong_implementations
 from tools.verification import probes
+
+# `make check` runs this module after a change to an assignment (tests/make_check.py).
+MAKE_CHECK = ("assignment",)
 
 ASSIGNMENTS = graded_assignments()
 MARK = "# caught by a visible test"
@@ -34,58 +41,6 @@ HIDDEN = "### BEGIN HIDDEN TESTS"
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # IPython 8 and later: "Cell In[7], line 12"; IPython 7: "Input In [7], in <cell line: 12>()".
 CELL_FRAME = re.compile(r"Cell In\s*\[(\d+)\], line (\d+)|Input In \[(\d+)\], in <cell line: (\d+)>")
-
-# Mistakes that must fail a visible test: each must exist and carry the mark.
-MUST_BE_CAUGHT = {
-    "ex01_by_hand": [
-        "scores_by_hand_copied_from_chapter", "weights_by_hand_rows_swapped", "gaps_times_d_k",
-        "gaps_of_scaled_scores", "gaps_divided_by_sqrt_d_k", "gaps_from_row_max", "gaps_first_column_without_keepdims",
-        "gaps_log10", "gaps_in_place",
-    ],
-    "ex02_softmax_masking": [
-        "log_of_softmax", "log_softmax_overflows", "log_softmax_global_max", "log_softmax_drops_max",
-        "log_softmax_ignores_dim", "log_softmax_calls_torch", "packed_not_causal", "packed_ignores_boundaries",
-        "packed_boundary_off_by_one", "packed_inverted", "prefix_queries_see_everything", "prefix_off_by_one",
-        "sinks_from_the_future", "window_off_by_one", "window_without_self",
-    ],
-    "ex03_single_head": [
-        "cross_padding_read_as_allowed", "cross_scaled_by_d_query", "cross_all_padding_nan", "cross_fill_minus_1e9",
-        "cross_padding_masks_queries", "torch_course_mask_convention", "torch_weights_not_transposed",
-        "torch_float_mask_before_scaling", "torch_empty_rows_zeroed", "torch_layout_not_changed",
-    ],
-    "ex04_multi_head": [
-        "layout_always_separate", "layout_stacked_only_by_default", "layout_in_out_order", "no_divisibility_check",
-        "scale_by_embed_dim", "padding_mask_inverted", "heads_reshaped_without_permute", "weights_summed_over_heads",
-        "need_weights_ignored", "empty_sequence_nan", "empty_sequence_uniform", "zero_attn_before_projection",
-        "zero_attn_ignored", "zero_attn_key_first", "bias_of_queries_and_keys_swapped", "attribute_kdim_kept_none",
-    ],
-    "ex05_positions": [
-        "eq_always_true", "eq_exact_comparison", "eq_global_rng", "eq_ignores_atol", "eq_inverse_permutation",
-        "eq_judges_last_item", "eq_output_not_permuted", "eq_permutes_batch", "eq_reversal_only",
-        "step_angles_float32", "step_lengths_unchecked", "step_mask_top_left", "step_new_before_cache", "step_no_mask",
-        "step_padding_attended", "step_positions_from_0", "step_positions_from_L", "step_rerotates_cache",
-        "step_scaled_by_d_v", "t5_last_starts_at_max_distance",
-        "t5_not_halved", "t5_skipped_buckets_filled", "t5_solved_in_float64", "t5_upper_first_bucket_reached",
-    ],
-    "ex06_trained_attention": [
-        "task_targets_ahead", "task_scored_from_previous_token", "task_global_generator", "task_scored_as_chapter_8",
-        "task_scored_padding_answers", "task_negative_slice_for_short_sequences",
-        "accuracy_divided_by_batch", "accuracy_zero_where_nothing_counts", "accuracy_counts_unscored_hits",
-        "accuracy_per_sequence", "until_eval_from_training_generator", "until_no_zero_grad",
-        "until_strictly_above_target", "until_no_evaluation_at_max_steps", "until_steps_after_target",
-        "until_keeps_last_weights", "until_best_without_copy", "until_last_of_equal_best",
-        "trained_far_too_long", "trained_too_briefly", "trained_on_previous_token_task", "trained_chapter_width",
-        "trained_for_one_length", "ablation_not_restored", "ablation_accuracy_not_drop", "ablation_uniform_attention",
-        "ablation_smallest_drop", "ablation_values_only", "accuracy_float32",
-    ],
-    "ex07_efficient_attention": [
-        "mg_average", "mg_lse_is_max", "mg_no_inf_guard", "mg_no_max_shift", "pt_calls_sdpa",
-        "pt_causal_local_positions", "pt_causal_masks_diagonal", "pt_mask_inverted", "pt_mask_local_columns",
-        "pt_no_inf_guard", "pt_no_key_is_nan", "pt_whole_mask", "rc_cat_on_dim_0", "rc_len_counts_all",
-        "rc_long_chunk_keeps_first", "rc_slot_order", "rc_stops_when_full",
-    ],
-}
-
 
 def header(path):
     """The comment lines before the first section of a wrong implementation."""
@@ -153,12 +108,29 @@ def test_solution_passes_every_test_cell(graded, assignment):
     assert failures(graded(assignment), "solution") == {}
 
 
-@pytest.mark.parametrize("assignment", sorted(MUST_BE_CAUGHT))
-def test_classic_mistakes_are_marked(assignment):
-    files = {p.stem: p for p in wrong_implementations(assignment)}
-    missing = [name for name in MUST_BE_CAUGHT[assignment] if name not in files]
-    unmarked = [name for name in MUST_BE_CAUGHT[assignment] if name in files and not marked(files[name])]
-    assert not missing and not unmarked, f"missing: {missing}; not marked '{MARK}': {unmarked}"
+# A comment line that a reader takes for the mark: it starts with "caught" and names "visible", in any case.
+LOOKS_LIKE_MARK = re.compile(r"^#\s*caught\b.*\bvisible", re.IGNORECASE)
+
+
+def unread_marks(path):
+    """The lines of a wrong implementation that look like the mark but are not read as one: misspelt, or below the
+    header (after the first section, where they are code of the submission)."""
+    lines = [line.strip() for line in path.read_text().splitlines()]
+    in_header = header(path)
+    return [line for n, line in enumerate(lines) if n > 0 and LOOKS_LIKE_MARK.match(line)
+            and not (n < len(in_header) and line == MARK)]
+
+
+@pytest.mark.parametrize("assignment", assignments())
+def test_classic_mistakes_carry_a_mark_that_is_read(assignment):
+    """The marks are the list of mistakes a visible test must catch (test_marked_mistake_fails_a_visible_test reads
+    them): every assignment marks some, and no mark goes unread."""
+    files = wrong_implementations(assignment)
+    unread = {p.name: unread_marks(p) for p in files if unread_marks(p)}
+    assert not unread, f"lines that look like the mark {MARK!r} but are not read as one (write it exactly, as a line of " \
+                       f"the header, before the first '# %%'): {unread}"
+    assert any(marked(p) for p in files), (
+        f"no wrong implementation of {assignment} is marked {MARK!r}: mark the classic mistakes (CONTRIBUTING.md)")
 
 
 def test_the_mark_is_read_from_the_header(tmp_path):
@@ -167,6 +139,11 @@ def test_the_mark_is_read_from_the_header(tmp_path):
     assert marked(path)
     path.write_text(f"# What the mistake is.\n# %% cell: f\n{MARK}\n")
     assert not marked(path)
+    assert unread_marks(path) == [MARK]
+    path.write_text("# What the mistake is.\n# Caught by the visible tests\n# %% cell: f\n")
+    assert not marked(path) and unread_marks(path) == ["# Caught by the visible tests"]
+    path.write_text(f"# What the mistake is, caught by no visible test.\n{MARK}\n# %% cell: f\n")
+    assert marked(path) and unread_marks(path) == []
 
 
 def test_a_failure_is_placed_by_the_line_of_the_cell():

@@ -10,10 +10,14 @@ reference solution that shows the mistake and nothing else.
 
 import pytest
 
-from tests.conftest import graded_assignments, submission_name
+from tests.plugins.selection import graded_assignments
+from tests.plugins.shared_grading_run import submission_name
 from tools.assignments.answers import solution_code
 from tools.assignments.wrong_implementations import apply_patch, read_wrong_implementation
 from tools.paths import SOLUTIONS, checks_folder, wrong_implementations
+
+# `make check` runs this module after a change to an assignment (tests/make_check.py).
+MAKE_CHECK = ("assignment",)
 
 WRONG = [(a, path) for a in graded_assignments() for path in wrong_implementations(a)]
 

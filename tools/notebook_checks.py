@@ -18,6 +18,7 @@ SHARED_START = "# --- shared by every assignment (tools/notebook_checks.py; `mak
 
 # --- shared by every assignment (tools/notebook_checks.py; `make release` copies it here) ---
 import re  # noqa: E402
+from torch.overrides import TorchFunctionMode  # noqa: E402 (copied only into a notebook that records operations)
 
 
 def _torch():
@@ -136,5 +137,40 @@ def expect_close(what, got, expected, *, atol, rtol, on="", cause=""):
 def rounded(values, digits=4):
     # A tensor's entries as a short list of rounded numbers, to quote your own output in a message.
     return [round(float(v), digits) for v in _torch().as_tensor(values).flatten()[:8]]
+
+
+class OpRecorder(TorchFunctionMode):
+    """Records every PyTorch operation that runs while it is active, and changes nothing:
+
+        with OpRecorder() as ops:
+            out = tiled_attention(q, k, v, block_size=8)
+
+    ops.calls then holds, for each operation in order, (name, shapes of the tensors it was given, shapes of the
+    tensors it returned, its other keyword arguments). An operation that raised is there too, having returned none."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        options = {key: value for key, value in kwargs.items() if not isinstance(value, _torch().Tensor)}
+        returned = []
+        self.calls.append((getattr(func, "__name__", str(func)), tensor_shapes(args) + tensor_shapes(kwargs),
+                           returned, options))
+        result = func(*args, **kwargs)
+        returned.extend(tensor_shapes(result))
+        return result
+
+
+def tensor_shapes(value):
+    # The shapes of the tensors in value (a tensor, or tuples, lists and dicts of them), in order.
+    if isinstance(value, _torch().Tensor):
+        return [tuple(value.shape)]
+    if isinstance(value, (tuple, list)):
+        return [shape for item in value for shape in tensor_shapes(item)]
+    if isinstance(value, dict):
+        return tensor_shapes(list(value.values()))
+    return []
 # --- end of the shared helpers ---
 

@@ -20,31 +20,35 @@ HELPER_CELL = "check_helpers"
 def shared_text(used=None) -> str:
     """The shared helpers as a notebook carries them: tools/notebook_checks.py's code from
     the SHARED_START line up to the end marker. With ``used`` (the names a
-    notebook's other code uses), only the helpers it needs, and those they
-    call, in that file's order: a student reads no helper that no test uses."""
+    notebook's other code uses), only the helpers it needs (functions and
+    classes), those they call and the imports they need, in that file's
+    order: a student reads no helper that no test uses."""
     import ast
 
     text = Path(notebook_checks.__file__).read_text()
     start = text.index("\n" + SHARED_START + "\n") + 1
     end = text.index("# --- end of the shared helpers ---\n")
-    text = text[start:end].replace("import re  # noqa: E402\n", "import re\n")
+    text = re.sub(r"  # noqa: E402.*\n", "\n", text[start:end])
     if used is None:
         return text
     lines = text.splitlines(keepends=True)
     tree = ast.parse(text)
-    defs = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
-    calls = {name: {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} & set(defs) - {name}
+    defs = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    calls = {name: {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} - {name}
              for name, node in defs.items()}
     wanted, todo = set(), [name for name in defs if name in set(used)]
     while todo:
         name = todo.pop()
         if name not in wanted:
             wanted.add(name)
-            todo.extend(calls[name])
+            todo.extend(calls[name] & set(defs))
+    needed = set().union(*(calls[name] for name in wanted))
     kept = [line for line in lines[: tree.body[0].end_lineno]]  # the marker line and `import re`
     for node in tree.body[1:]:
-        if isinstance(node, ast.FunctionDef) and node.name in wanted:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in wanted:
             kept.append("\n\n" + "".join(lines[node.lineno - 1 : node.end_lineno]))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and {a.asname or a.name for a in node.names} & needed:
+            kept.append("".join(lines[node.lineno - 1 : node.end_lineno]))  # an import a kept helper needs
     return "".join(kept)
 
 
