@@ -22,6 +22,8 @@ from tools.assignments.nbgrader_course import Course, fill_release, read_wrong_i
 from tools.paths import BIN, ROOT, SOLUTIONS, assignments, wrong_implementations
 from tools.sandbox.bubblewrap import SandboxUnavailable, check_available
 
+pytest_plugins = ["tests.plugins.cpu_seconds"]
+
 # Every nbgrader call needs the venv's `alembic` on PATH.
 os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
 

@@ -1,0 +1,1 @@
+"""pytest plugins of the suite, one job each, registered from tests/conftest.py (``pytest_plugins``)."""
