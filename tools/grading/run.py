@@ -435,9 +435,10 @@ def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
     warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
     settings = CourseSettings.read(course)  # the course's settings, read once for the whole run
-    from ..nbgrader_patches import metadata_schema_checked_once
+    from ..nbgrader_patches import gradebook_engines_reused, metadata_schema_checked_once
 
     metadata_schema_checked_once()  # (the workers are forked from this process)
+    gradebook_engines_reused()
     # The template and every worker import what the course's assignments need (PyTorch if any uses it).
     from ..sandbox import warm
 
