@@ -6,7 +6,8 @@
 - ``shared_grading_run``: every assignment graded by one `make grade` run in the background (``graded``);
 - ``background_runs``: the programs test modules run beside the suite (``BackgroundRun``, ``background_kernel``);
 - ``order``: the tests that read those runs last, and those marked run_alone after everything;
-- ``summary``: what the session prints at its end.
+- ``summary``: what the session prints at its end;
+- ``cpu_seconds``: the CPU-seconds of every process the session started, and its wall time, in the summary.
 
 A plugin of another job goes into tests/plugins/ and into this list."""
 
@@ -23,6 +24,7 @@ pytest_plugins = [
     "tests.plugins.background_runs",
     "tests.plugins.order",
     "tests.plugins.summary",
+    "tests.plugins.cpu_seconds",
 ]
 
 # The helpers test modules import, where they were before the split (a module may import them from here or from

@@ -90,7 +90,10 @@ def reads_runs(item):
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session):
-    """Start the background modules' runs (after the shared grading run: tests/plugins/shared_grading_run.py)."""
+    """Start the background modules' runs (after the shared grading run: tests/plugins/shared_grading_run.py);
+    none for a session that only collects (--collect-only), whose tests never read them."""
+    if session.config.option.collectonly:
+        return
     started = {item.module for item in session.items if in_background(item) and reads_runs(item)}
     for module in sorted(started, key=lambda module: module.__name__):
         module.start_runs()

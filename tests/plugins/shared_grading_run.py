@@ -225,7 +225,7 @@ def pytest_collection_finish(session):
         build = getattr(module, "GUEST_SUBMISSIONS", None)
         if build is not None:
             GUEST_BUILDERS[module.__name__] = build
-    if any(reads_shared_run(item) for item in session.items):
+    if not session.config.option.collectonly and any(reads_shared_run(item) for item in session.items):
         start_shared_run(session.config._tmp_path_factory)
 
 

@@ -497,9 +497,10 @@ def grade_with(settings: CourseSettings, run_id: str, assignments, jobs, out):
     # nbgrader's gradebook code trips SQLAlchemy 2's warnings; they say nothing about the grades.
     warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
-    from ..nbgrader_patches import metadata_schema_checked_once
+    from ..nbgrader_patches import gradebook_engines_reused, metadata_schema_checked_once
 
     metadata_schema_checked_once()  # (the workers are forked from this process)
+    gradebook_engines_reused()
     # The template and every worker import what the course's assignments need (PyTorch if any uses it).
     from ..sandbox import warm
 
