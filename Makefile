@@ -8,7 +8,8 @@
 #                 (ASSIGNMENT=...; all of them without it)
 #   make release  regenerate exercises/ (student notebooks) from solutions/
 #   make grade    autograde submitted/, write feedback/ and grades.csv
-#                 (ASSIGNMENT=..., COURSE=folder, JOBS=workers)
+#                 (ASSIGNMENT=..., COURSE=folder, JOBS=workers; SCHEDULER=tcp://host:8786
+#                 grades on that Dask cluster: instructor/cluster.md)
 #   make screenshots  every page at laptop and phone width, light and dark,
 #                 into _build/screenshots/ (builds the book first if needed)
 #   make hub      a local JupyterHub with the course, to try it as students do
@@ -78,7 +79,7 @@ release: $(STAMP)
 	$(BIN)/python -m tools.assignments.release $(ASSIGNMENT)
 
 grade: $(STAMP)
-	$(BIN)/python -m tools.grading --course "$(or $(COURSE),$(CURDIR))" $(if $(JOBS),--jobs $(JOBS)) $(ASSIGNMENT)
+	$(BIN)/python -m tools.grading --course "$(or $(COURSE),$(CURDIR))" $(if $(JOBS),--jobs $(JOBS)) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(ASSIGNMENT)
 
 hub: $(STAMP)
 	$(BIN)/python -m tools.hub $(if $(PORT),--port $(PORT)) $(if $(IP),--ip $(IP))
