@@ -31,9 +31,14 @@ from .run import submission_of, unpacked
 
 
 class GradingWorkerPlugin(WorkerPlugin):
-    """A Dask worker plugin: a worker
-    that joins the run gets its folder and starts its warm template at once,
-    in its own local directory."""
+    """A Dask worker plugin: a worker that joins the run gets its folder (in
+    TMPDIR: the worker's local directory is too deep for the kernels' unix
+    sockets, whose paths may not exceed 107 bytes) and starts its warm template at once. The template
+    is started in the thread that runs the worker's tasks (its "default"
+    executor: one thread, as make grade's workers have): bubblewrap stops a
+    sandbox when the thread that started it ends (--die-with-parent), and the
+    plugin's own thread does not last; nor may the worker's event loop wait
+    for the template's imports."""
 
     name = "course-grading"
 
@@ -43,7 +48,10 @@ class GradingWorkerPlugin(WorkerPlugin):
     def setup(self, worker):
         from .task import ready_worker
 
-        ready_worker(self.preload, self.memory_bytes, base=getattr(worker, "local_directory", None), wait=False)
+        executor = getattr(worker, "executors", {}).get("default")
+        if executor is not None:
+            executor.submit(ready_worker, self.preload, self.memory_bytes)
+        # (else the first task starts it: grade_task calls ready_worker)
 
     def teardown(self, worker):
         from .task import close_worker

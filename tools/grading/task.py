@@ -223,13 +223,19 @@ def ready_worker(preload=(), memory_bytes=0, *, base=None, wait=True):
     """Make this process a grading worker: a private folder of its own (under
     ``base``, default TMPDIR; never the course folder) and, unless warm
     templates are off, its warm template importing ``preload``
-    (tools/sandbox/warm.py). ``wait=False`` starts the template without
-    waiting for its imports (a Dask worker plugin: the worker's event loop
-    must not block); the first task waits. Called again, it keeps both."""
+    (tools/sandbox/warm.py), started from the thread that will grade (the
+    template's sandbox ends with that thread). ``wait=False`` starts the
+    template without waiting for its imports (a local pool's initializer: the
+    first task waits). Called again, it keeps both."""
     from ..assignments.nbgrader_course import unsynced_gradebooks
     from ..sandbox import warm
 
     if _Worker.root is None or not _Worker.root.is_dir():
+        import warnings
+
+        # (as in make grade's own process: nbgrader's gradebook code trips SQLAlchemy 2's warnings)
+        warnings.filterwarnings("ignore", module="nbgrader")
+        warnings.filterwarnings("ignore", message=".*not in session.*")
         _Worker.root = Path(tempfile.mkdtemp(prefix="nbgrader-worker-", dir=base))
         _Worker.inputs = {}
         unsynced_gradebooks(_Worker.root)  # the private gradebooks: copies, merged by the grading process
