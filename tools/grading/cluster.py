@@ -188,6 +188,8 @@ def open_cluster(scheduler: str, jobs: int, preload, memory_bytes, out):
 
 
 def close_cluster(client, cluster):
+    # (a client whose scheduler went away logs its attempts to reconnect: the run has said so in one line)
+    logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
     try:
         client.close()
     finally:
