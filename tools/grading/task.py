@@ -47,17 +47,19 @@ class CopyRefused(RuntimeError):
 
 # --- folders as bytes --------------------------------------------------------
 
-def read_regular(source: Path, *, max_bytes=COPY_BYTES, max_files=COPY_FILES) -> tuple[dict, list]:
+def read_regular(source: Path, *, max_bytes=COPY_BYTES, max_files=COPY_FILES, trusted=False) -> tuple[dict, list]:
     """The folders and regular files under ``source`` as ``{relative path:
     bytes}`` (a folder: None), each opened without following a link, and the
     names of what was left out (links, devices, pipes, sockets: nothing of them
     is opened, read or changed). Raises CopyRefused past ``max_bytes`` or
     ``max_files``, and for a hard link (a file with more than one name could be
     the solution's or another student's): a submission's files come from its
-    student."""
+    student. ``trusted``: a folder of the instructor's (an assignment's
+    source), whose links are followed and whose hard links are read, as
+    shutil.copytree does; the bounds still hold."""
     files, left_out = {}, []
     budget = {"bytes": max_bytes, "files": max_files}
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    flags = os.O_RDONLY | os.O_CLOEXEC | (0 if trusted else os.O_NOFOLLOW)
 
     def read_folder(dir_fd, prefix: str):
         with os.scandir(dir_fd) as entries:
@@ -77,7 +79,7 @@ def read_regular(source: Path, *, max_bytes=COPY_BYTES, max_files=COPY_FILES) ->
                     files[prefix + name] = None
                     read_folder(fd, prefix + name + "/")
                 elif stat.S_ISREG(info.st_mode):
-                    if info.st_nlink > 1:  # another name for a file that may not be the student's
+                    if info.st_nlink > 1 and not trusted:  # another name for a file that may not be the student's
                         raise CopyRefused(f"{name} in {source} is a hard link ({info.st_nlink} names for one "
                                           "file): a submission's files must be its own")
                     budget["bytes"] -= info.st_size
@@ -100,7 +102,7 @@ def read_regular(source: Path, *, max_bytes=COPY_BYTES, max_files=COPY_FILES) ->
             left -= len(chunk)
         return b"".join(chunks)
 
-    top = os.open(source, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    top = os.open(source, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | (0 if trusted else os.O_NOFOLLOW))
     try:
         read_folder(top, "")
     finally:
@@ -205,7 +207,7 @@ def checks_for_workers(prepared):
     if prepared is None:
         return None, {}
     checks = {grade_id: (probes, None) for grade_id, (probes, _judge) in prepared.checks.items()}
-    inputs, _ = read_regular(prepared.inputs, max_bytes=256 * 1024**2, max_files=10_000)
+    inputs, _ = read_regular(prepared.inputs, max_bytes=256 * 1024**2, max_files=10_000, trusted=True)
     return dataclasses.replace(prepared, checks=checks, inputs=None), inputs
 
 
@@ -314,9 +316,7 @@ def grade_task(bundle: AssignmentBundle, submission: Submission) -> dict:
             files["gradebook.db"] = (private / "gradebook.db").read_bytes()
         results = private / "verification" / "results"
         if result.get("ran") is not None and results.is_dir():
-            from ..sandbox.limits import MAX_RESULT_FILES
-
-            files["verification"], _ = read_regular(results, max_files=MAX_RESULT_FILES + 10)
+            files["verification"] = read_results(results)
         result["files"] = files
         result["key"] = submission.key(bundle)
         return result
@@ -329,11 +329,102 @@ def grade_task(bundle: AssignmentBundle, submission: Submission) -> dict:
             shutil.rmtree(private, ignore_errors=True)
 
 
+def _judged(name: str):
+    """The largest a results file the judge reads may be (tools/verification/probes.py's
+    ResultsFolder), or None for a name it never reads."""
+    import re
+
+    from ..verification.probes import ARRAY_NAME, MAX_ARRAY_BYTES, MAX_JSON_BYTES
+
+    if re.fullmatch(r"step-\d+\.json", name):
+        return MAX_JSON_BYTES
+    if ARRAY_NAME.fullmatch(name):
+        return MAX_ARRAY_BYTES
+    return None
+
+
+def read_results(results: Path) -> dict:
+    """What the judge will read of a verification's results folder (already
+    bounded in count by tidy_results), as {name: bytes, or a stand-in}: a
+    file it reads, up to its limit, as bytes; a larger one as ("size", n),
+    a link as ("link",), anything else not a regular file as ("other",), so
+    that the judge, in the grading process, says of each what it would have
+    said of the original; what it never reads is left out."""
+    from ..sandbox.limits import MAX_RESULT_FILES
+    from ..verification.probes import MAX_TOTAL_BYTES
+
+    out, budget = {}, MAX_TOTAL_BYTES
+    top = os.open(results, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        with os.scandir(top) as entries:
+            names = sorted(entry.name for _, entry in zip(range(MAX_RESULT_FILES + 1), entries))
+        for name in names:
+            limit = _judged(name)
+            if limit is None:
+                continue
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=top)
+            except OSError:
+                out[name] = ("link",) if os.path.islink(f"/proc/self/fd/{top}/{name}") else ("other",)
+                continue
+            try:
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode):
+                    out[name] = ("other",)
+                elif info.st_size > min(limit, budget):
+                    out[name] = ("size", int(info.st_size))
+                else:
+                    os.set_blocking(fd, True)
+                    data = os.read(fd, info.st_size) if info.st_size else b""
+                    budget -= len(data)
+                    out[name] = data
+            finally:
+                os.close(fd)
+    finally:
+        os.close(top)
+    return out
+
+
+def write_results(results: dict, target: Path):
+    """Write what read_results returned, checked first: names the judge
+    reads only, bytes within their limits, stand-ins as what they stand for
+    (a sparse file of that size, a link to nowhere, a named pipe)."""
+    from ..sandbox.limits import MAX_RESULT_FILES
+    from ..verification.probes import MAX_TOTAL_BYTES
+
+    if not isinstance(results, dict) or len(results) > MAX_RESULT_FILES:
+        raise CopyRefused(f"expected at most {MAX_RESULT_FILES} verification results, got {type(results).__name__}")
+    total = 0
+    for name, data in results.items():
+        limit = _judged(name) if isinstance(name, str) else None
+        if limit is None:
+            raise CopyRefused(f"expected verification results' names, got {name!r}")
+        if isinstance(data, bytes):
+            total += len(data)
+            if len(data) > limit or total > MAX_TOTAL_BYTES:
+                raise CopyRefused(f"verification result {name} is larger than the judge reads")
+        elif not (data in (("link",), ("other",)) or (isinstance(data, tuple) and len(data) == 2
+                                                      and data[0] == "size" and isinstance(data[1], int)
+                                                      and 0 <= data[1] < 2**50)):
+            raise CopyRefused(f"expected bytes or a stand-in for verification result {name}, got {data!r:.100}")
+    target.mkdir(parents=True, exist_ok=True)
+    for name, data in results.items():
+        path = target / name
+        if isinstance(data, bytes):
+            with open(path, "xb") as out:
+                out.write(data)
+        elif data[0] == "size":
+            with open(path, "xb") as out:
+                out.truncate(data[1])  # (sparse: no space taken)
+        elif data[0] == "link":
+            os.symlink("/nonexistent", path)
+        else:
+            os.mkfifo(path)
+
+
 def unpack_result(result: dict, private: Path, folders: dict, assignment: str, student: str):
     """Write what a worker returned into ``private`` (a folder of the grading
     process), each part bounded as a graded submission's folder is."""
-    from ..sandbox.limits import MAX_RESULT_FILES
-
     files = result.get("files") or {}
     if not isinstance(files, dict):
         raise CopyRefused(f"expected a mapping of a graded submission's folders, got {type(files).__name__}")
@@ -346,5 +437,5 @@ def unpack_result(result: dict, private: Path, folders: dict, assignment: str, s
             raise CopyRefused("the private gradebook that arrived is not bytes of a bounded size")
         (private / "gradebook.db").write_bytes(data)
     if "verification" in files:
-        write_files(files["verification"], private / "verification" / "results", max_files=MAX_RESULT_FILES + 10)
+        write_results(files["verification"], private / "verification" / "results")
 
