@@ -170,8 +170,12 @@ def open_cluster(scheduler: str, jobs: int, preload, memory_bytes, out):
     if scheduler == "local":
         # No dashboard on a laptop's run (a port of its own would clash with another run's); one thread per
         # worker: grading is CPU-bound, and a worker's warm template serves one kernel at a time.
-        cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None,
-                               scheduler_port=0, silence_logs=logging.ERROR)
+        import dask
+
+        # One submission sent to a worker at a time: a worker's death counts against every task it holds.
+        with dask.config.set({"distributed.scheduler.worker-saturation": 1.0}):
+            cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None,
+                                   scheduler_port=0, silence_logs=logging.ERROR)
         client = Client(cluster)
     else:
         try:
