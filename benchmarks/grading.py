@@ -48,7 +48,9 @@ from pathlib import Path
 import nbformat
 
 from tools.course_settings import default_jobs
-from tools.assignments.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.nbgrader_course import Course
+from tools.assignments.wrong_implementations import read_wrong_implementation
 from tools.paths import EXERCISES, ROOT, SOLUTIONS, assignments, wrong_implementations
 
 

@@ -18,7 +18,9 @@ import pytest
 
 from tools.site.book import build
 from tools.grading.run import GRADED_CLEAN, NEEDS_A_LOOK
-from tools.assignments.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.nbgrader_course import Course
+from tools.assignments.wrong_implementations import read_wrong_implementation
 from tools.paths import BIN, ROOT, SOLUTIONS, assignments, wrong_implementations
 from tools.sandbox.bubblewrap import SandboxUnavailable, check_available
 

@@ -17,7 +17,7 @@ import nbformat
 import pytest
 import yaml
 
-from tools.assignments.nbgrader_course import gives_nothing_away, protected_regions, public_lines, public_text
+from tools.assignments.leak_checks import gives_nothing_away, protected_regions, public_lines, public_text
 from tools.paths import BUILD_HTML, ROOT, SOLUTIONS, assignments
 
 

@@ -40,10 +40,10 @@ import nbformat
 import pytest
 
 from tools.assignments.hidden_tests import SECTION
-from tools.assignments.nbgrader_course import read_wrong_implementation
+from tools.assignments.wrong_implementations import read_wrong_implementation
 from tools.paths import CHAPTERS, ROOT, SOLUTIONS, assignments, checks_folder
 from tools.verification.in_kernel import run_check
-from tools.verification.verify import load_spec
+from tools.verification.specs import load_spec
 
 # A check that uses more CPU time than this on a chapter's definition fails it (it would also run past the cell's
 # time limit in the kernel). CPU time, not the wall clock: these checks run at low priority beside the rest of the

@@ -25,7 +25,7 @@ from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
 from tools.hub.guarded_collect import MAX_ENTRIES, GuardedCollect
-from tools.assignments.nbgrader_course import alembic_head_in_process
+from tools.nbgrader_patches import alembic_head_in_process
 
 alembic_head_in_process()  # each test's new gradebook without an `alembic` subprocess
 

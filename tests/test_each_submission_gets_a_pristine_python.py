@@ -35,7 +35,8 @@ import pytest
 
 from tests.conftest import require_sandbox
 from tests.test_submissions_cannot_harm_grading import ANSWER, ASSIGNMENT, processes_with, report
-from tools.assignments.nbgrader_course import Course, fill_release, solution_code
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.nbgrader_course import Course
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS
 
 TOKEN = f"warm-{uuid.uuid4().hex[:12]}"

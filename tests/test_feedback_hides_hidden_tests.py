@@ -23,7 +23,8 @@ from bs4 import BeautifulSoup
 
 from tests.conftest import graded_assignments, require_sandbox, submission_name
 from tools.sandbox.bubblewrap import SandboxUnavailable, check_available
-from tools.assignments.nbgrader_course import fill_release, protected_regions, solution_code
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.leak_checks import protected_regions
 from tools.paths import EXERCISES, SOLUTIONS, wrong_implementations
 
 ASSIGNMENTS = graded_assignments()

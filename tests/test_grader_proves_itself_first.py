@@ -26,7 +26,8 @@ import subprocess
 import pytest
 
 from tests.conftest import require_sandbox
-from tools.assignments.nbgrader_course import Course, fill_release, solution_code
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.nbgrader_course import Course
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS
 
 ASSIGNMENT = "ex01_by_hand"  # the cheapest to grade: NumPy only

@@ -33,11 +33,17 @@ import numpy as np
 import pytest
 
 from tests.conftest import graded_assignments, require_sandbox
-from tools.assignments.nbgrader_course import Course, fill_release, hidden_lines, read_wrong_implementation, solution_code
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.leak_checks import hidden_lines
+from tools.assignments.nbgrader_course import Course
+from tools.assignments.wrong_implementations import read_wrong_implementation
 from tools.paths import EXERCISES, SOLUTIONS, attacks, verification_spec, wrong_implementations
 from tools.verification.probes import BadResult, ResultsFolder
 from tools.sandbox.bubblewrap import SandboxUnavailable, check_available
-from tools.verification.verify import CSV_COLUMNS, load_spec, prepare, program, source_steps, student_cells, verify
+from tools.verification.notebooks import source_steps, student_cells
+from tools.verification.report import CSV_COLUMNS
+from tools.verification.run import verify
+from tools.verification.specs import load_spec, prepare, program
 
 ATTACKS = [(a, path) for a in graded_assignments() for path in attacks(a)]
 HONEST_KINDS = ("correct", "partly-wrong", "blank", "crashing", "own-cells")

@@ -18,7 +18,9 @@ import pytest
 from tests.conftest import require_sandbox
 from tools.course_settings import CourseSettings, VerificationLimits
 from tools.grading.run import NEEDS_A_LOOK
-from tools.assignments.nbgrader_course import Course, fill_release, read_wrong_implementation, solution_code
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.nbgrader_course import Course
+from tools.assignments.wrong_implementations import read_wrong_implementation
 from tools.paths import BIN, ROOT, SOLUTIONS, checks_folder
 
 ASSIGNMENT = "ex07_efficient_attention"
@@ -38,7 +40,8 @@ def course_with_memory(root, memory_bytes):
 def longest_input_rows(settings):
     """The number of tokens of the longest sequence ex07's memory check sends."""
     from tools.verification.probes import Plan
-    from tools.verification.verify import load_spec, source_steps
+    from tools.verification.notebooks import source_steps
+    from tools.verification.specs import load_spec
 
     steps, _, _ = source_steps(settings.layout.source_notebook(ASSIGNMENT))
     plan = Plan(ASSIGNMENT, 1, [s.code for s in steps if s.kind == "trusted"], settings.verification)

@@ -84,7 +84,9 @@ import nbformat
 import pytest
 
 from tools.hub import local as hubtools
-from tools.assignments.nbgrader_course import fill_release, protected_regions, read_wrong_implementation, solution_code
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.leak_checks import protected_regions
+from tools.assignments.wrong_implementations import read_wrong_implementation
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS, checks_folder
 from tools.site.browser import CHROMIUM, HOW_TO_GET_CHROMIUM, launch, offline_context
 

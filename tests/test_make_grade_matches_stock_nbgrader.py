@@ -18,8 +18,10 @@ import pytest
 
 from tests.conftest import submission_name
 from tests.conftest import require_sandbox
-from tools.assignments.nbgrader_course import (Course, alembic_head, fill_release, metadata_schema_checked_once,
-                                  read_wrong_implementation, solution_code)
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.nbgrader_course import Course
+from tools.assignments.wrong_implementations import read_wrong_implementation
+from tools.nbgrader_patches import alembic_head, metadata_schema_checked_once
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS, assignments, wrong_implementations
 
 ASSIGNMENT = "ex01_by_hand"
@@ -154,7 +156,7 @@ def test_gradebook_holds_one_submission_per_student_and_assignment(course):
 
 def test_a_new_gradebook_gets_the_revision_nbgrader_would_give_it(tmp_path):
     """The course's tools stamp a new gradebook with nbgrader's migration head read in
-    their own process (tools/assignments/nbgrader_course.py, alembic_head_in_process): the revision
+    their own process (tools/nbgrader_patches.py, alembic_head_in_process): the revision
     nbgrader's own `alembic heads` subprocess gives, so that nbgrader's `db upgrade`
     finds a gradebook it knows."""
     from nbgrader.dbutil import _temp_alembic_ini
@@ -172,7 +174,7 @@ def test_a_new_gradebook_gets_the_revision_nbgrader_would_give_it(tmp_path):
 
 
 def test_cell_metadata_is_judged_as_nbgrader_judges_it():
-    """make grade checks nbgrader's cell-metadata schema once per process (tools/assignments/nbgrader_course.py,
+    """make grade checks nbgrader's cell-metadata schema once per process (tools/nbgrader_patches.py,
     metadata_schema_checked_once): every cell of every solution and release passes as with stock nbgrader, and
     broken metadata fails with the same error, or the same too-old or too-new schema."""
     import copy

@@ -10,10 +10,10 @@ import re
 import nbformat
 import pytest
 
-from tools.assignments.nbgrader_course import hidden_lines
+from tools.assignments.leak_checks import hidden_lines
 from tools.assignments import hidden_tests
 from tools.paths import EXERCISES, SOLUTIONS, assignments, verification_spec
-from tools import notebook_checks
+from tools.assignments import helper_cells as notebook_checks
 from tools.assignments.release import generate_releases
 
 ASSIGNMENTS = assignments()

@@ -47,7 +47,8 @@ import nbformat
 import pytest
 
 from tests.conftest import require_sandbox
-from tools.assignments.nbgrader_course import Course, fill_release, solution_code
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.nbgrader_course import Course
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS
 from tools.sandbox import bubblewrap as sandbox
 from tools.sandbox.bubblewrap import PROCESS_LIMIT, let_sandbox_write, sandboxed_command
@@ -757,7 +758,8 @@ def test_integrity_csv_and_the_report_take_any_text(tmp_path):
     surrogate-in-verification): one reason cannot cost the class its integrity.csv."""
     import io
 
-    from tools.verification.verify import CellVerdict, Verdict, report, write_csv
+    from tools.verification.judging import CellVerdict, Verdict
+    from tools.verification.report import report, write_csv
 
     verdict = Verdict(ASSIGNMENT, "student-\udcff", 10.0, cells=[
         CellVerdict("test_score_gaps", 4.0, 0.0, 4.0, "ValueError: \udcff\ud800")])

@@ -68,7 +68,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools.assignments.nbgrader_course import Course, fill_release, solution_code
+from tools.assignments.answers import fill_release, solution_code
+from tools.assignments.nbgrader_course import Course
 from tools.paths import BIN, EXERCISES, ROOT, SOLUTIONS
 
 ASSIGNMENT = "ex01_by_hand"

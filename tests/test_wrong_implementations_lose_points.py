@@ -11,7 +11,8 @@ reference solution that shows the mistake and nothing else.
 import pytest
 
 from tests.conftest import graded_assignments, submission_name
-from tools.assignments.nbgrader_course import apply_patch, read_wrong_implementation, solution_code
+from tools.assignments.answers import solution_code
+from tools.assignments.wrong_implementations import apply_patch, read_wrong_implementation
 from tools.paths import SOLUTIONS, checks_folder, wrong_implementations
 
 WRONG = [(a, path) for a in graded_assignments() for path in wrong_implementations(a)]

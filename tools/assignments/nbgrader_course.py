@@ -8,16 +8,14 @@ no gradebook or nbgrader working folder ever lands in the repository.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import nbformat
 
+from ..nbgrader_patches import alembic_head_in_process, metadata_schema_checked_once, unsynced_gradebooks
 from ..paths import BIN, ROOT, SOLUTIONS
-
-SOLUTION_REGION = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.MULTILINE)
 
 
 def nbgrader_env():
@@ -29,100 +27,11 @@ def nbgrader_env():
     return env
 
 
-def alembic_head_in_process():
-    """Let nbgrader read its migrations' head revision in this process.
-
-    nbgrader 0.9.6 stamps every new gradebook with that revision, which
-    ``nbgrader.api.get_alembic_version`` gets by running ``alembic heads`` as a
-    subprocess: a fresh Python that imports nbgrader again, about 3 s for each
-    new gradebook (every throw-away course, every ``make release``). alembic's
-    own ScriptDirectory reads the same revision from the same migration scripts
-    in a fraction of a second; tests/test_make_grade_matches_stock_nbgrader.py
-    checks that both give the same."""
-    import nbgrader.api
-
-    nbgrader.api.get_alembic_version = alembic_head
-
-
-def alembic_head() -> str:
-    """The head revision of nbgrader's gradebook migrations (what ``alembic heads`` prints first)."""
-    from alembic.config import Config
-    from alembic.script import ScriptDirectory
-    from nbgrader.dbutil import _temp_alembic_ini
-
-    with _temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
-        heads = ScriptDirectory.from_config(Config(ini)).get_heads()
-    if len(heads) != 1:
-        raise RuntimeError(f"nbgrader's gradebook migrations have {len(heads)} heads, expected one: {heads}")
-    return heads[0]
-
-
-def metadata_schema_checked_once():
-    """Let nbgrader check its cell-metadata schema once per process, not once per cell.
-
-    nbgrader 0.9.6 validates each cell's ``nbgrader`` metadata with
-    ``jsonschema.validate(metadata, schema)``, which first checks the schema
-    itself against the JSON Schema meta-schema: 1.5 ms a cell, about 45 cells
-    a notebook, several times for every submission graded. This gives the same
-    verdict with the same error (the best match, as ``jsonschema.validate``
-    raises) from one validator per schema;
-    tests/test_make_grade_matches_stock_nbgrader.py compares the two."""
-    import jsonschema
-    from nbgrader.nbgraderformat import common
-
-    if getattr(common.BaseMetadataValidator.validate_cell, "checks_schema_once", False):
-        return
-    stock = common.BaseMetadataValidator.validate_cell
-    validators = {}
-
-    def validate(metadata, schema, version):
-        # Every validator of a schema version reads the same file; the comparison keeps that true.
-        if version not in validators or validators[version][0] != schema:
-            cls = jsonschema.validators.validator_for(schema)
-            cls.check_schema(schema)
-            validators[version] = (schema, cls(schema))
-        error = jsonschema.exceptions.best_match(validators[version][1].iter_errors(metadata))
-        if error is not None:
-            raise error
-
-    def validate_cell(self, cell):
-        if "nbgrader" not in cell.metadata:
-            return None
-        if cell.metadata["nbgrader"].get("schema_version", 0) != self.schema_version:
-            return stock(self, cell)  # (which raises: the schema is too old or too new)
-        return validate(cell.metadata["nbgrader"], self.schema, self.schema_version)
-
-    validate_cell.checks_schema_once = True
-    validate_cell.stock = stock
-    common.BaseMetadataValidator.validate_cell = validate_cell
-
-
-def unsynced_gradebooks(folder):
-    """SQLite databases under ``folder`` are written without waiting for the
-    disk (``PRAGMA synchronous=OFF``), in this process. Only for throw-away
-    gradebooks (a private copy in a grading worker, a temporary course): a crash
-    of the machine could lose their last writes, which are made again. nbgrader
-    commits every cell's grade on its own, and each commit waits for the disk
-    several times (3 to 20 ms each here)."""
-    from sqlalchemy import event
-    from sqlalchemy.engine import Engine
-
-    prefix = os.path.join(os.path.realpath(folder), "")
-
-    @event.listens_for(Engine, "connect")
-    def _no_fsync(dbapi_connection, record):
-        try:
-            files = [row[2] for row in dbapi_connection.execute("PRAGMA database_list").fetchall()]
-        except Exception:  # noqa: BLE001 - not SQLite: nothing to do
-            return
-        if files and files[0] and os.path.realpath(files[0]).startswith(prefix):
-            dbapi_connection.execute("PRAGMA synchronous=OFF")
-
-
 # `nbgrader ARGS` in a throw-away course (the current folder): the venv's Python imports the course's tools/,
 # installed by `make venv`.
-NBGRADER = ("import os, sys; sys.argv[0] = 'nbgrader'; from tools.assignments.nbgrader_course import alembic_head_in_process, "
-            "unsynced_gradebooks; alembic_head_in_process(); unsynced_gradebooks(os.getcwd()); "
+NBGRADER = ("import os, sys; sys.argv[0] = 'nbgrader'; "
+            "from tools.nbgrader_patches import alembic_head_in_process, unsynced_gradebooks; "
+            "alembic_head_in_process(); unsynced_gradebooks(os.getcwd()); "
             "from nbgrader.apps.nbgraderapp import main; sys.exit(main())")
 
 
@@ -240,166 +149,3 @@ class Course:
                     "cells": {grade.name: grade.score for grade in notebook.grades},
                 }
         return result
-
-
-def solution_code(source_notebook: Path):
-    """{grade_id: code} for every solution cell, with the solution markers removed."""
-    nb = nbformat.read(source_notebook, as_version=4)
-    answers = {}
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type == "code" and meta.get("solution"):
-            answers[meta["grade_id"]] = SOLUTION_REGION.sub("", cell.source)
-    return answers
-
-
-def fill_release(release_notebook: Path, answers: dict):
-    """A copy of the student notebook with the given solution cells filled in.
-
-    ``answers`` maps grade_id to code; solution cells not in it keep their stub
-    (as a student who skipped them would leave them).
-    """
-    nb = nbformat.read(release_notebook, as_version=4)
-    for cell in nb.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if cell.metadata.get("nbgrader", {}).get("solution") and grade_id in answers:
-            cell.source = answers[grade_id]
-    return nb
-
-
-SECTION_MARKER = re.compile(r"^# %% (cell|patch): (\S+)[ \t]*$", re.MULTILINE)
-
-
-def read_wrong_implementation(path: Path):
-    """Parse a file of solutions/<assignment>/checks/wrong_implementations/ (or attacks/).
-
-    Returns ``(description, {grade_id: code})``: the description is the first
-    line's comment, and each section gives the code of one solution cell:
-
-    - ``# %% cell: <grade_id>``: the section's code replaces the whole cell;
-    - ``# %% patch: <grade_id>``: the section changes the reference solution's
-      cell (``solutions/<assignment>/``, the assignment being the file's
-      folder), like a unified diff: each hunk of lines starting with ``-``
-      (remove), ``+`` (add) or a space (keep) must match the cell's lines
-      exactly once; blank lines separate hunks. So the file shows the mistake
-      and nothing else.
-    """
-    path = Path(path)
-    text = path.read_text()
-    first_line = text.splitlines()[0] if text else ""
-    if not first_line.startswith("# ") or first_line.startswith("# %%"):
-        raise ValueError(f"{path}: the first line must be a comment saying what the mistake is")
-    parts = SECTION_MARKER.split(text)
-    # parts = [preamble, kind1, id1, body1, kind2, id2, body2, ...]
-    cells, solution = {}, None
-    for i in range(1, len(parts), 3):
-        kind, grade_id, body = parts[i : i + 3]
-        if grade_id in cells:
-            raise ValueError(f"{path}: two sections for cell {grade_id!r}")
-        if kind == "cell":
-            cells[grade_id] = body.strip("\n") + "\n"
-            continue
-        if solution is None:
-            solution = solution_code(assignment_notebook(path))
-        if grade_id not in solution:
-            raise ValueError(f"{path}: no solution cell {grade_id!r} to patch in {assignment_notebook(path).stem}")
-        cells[grade_id] = apply_patch(solution[grade_id], body, where=f"{path}, patch {grade_id}")
-    if not cells:
-        raise ValueError(f"{path}: no '# %% cell: <grade_id>' or '# %% patch: <grade_id>' section")
-    return first_line[2:].strip(), cells
-
-
-def assignment_notebook(path: Path) -> Path:
-    """The source notebook of the assignment a wrong implementation or attack
-    belongs to: solutions/<assignment>/checks/<kind>/<file>.py."""
-    folder = Path(path).resolve().parent.parent.parent
-    return folder / f"{folder.name}.ipynb"
-
-
-def apply_patch(code: str, patch: str, where: str = "patch") -> str:
-    """``code`` with the hunks of ``patch`` applied (see read_wrong_implementation)."""
-    hunks, current = [], []
-    for number, line in enumerate(patch.splitlines(), 1):
-        if not line.strip():
-            if current:
-                hunks.append(current)
-            current = []
-        elif line[0] in "-+ ":
-            current.append((line[0], line[1:]))
-        else:
-            raise ValueError(f"{where}: line {number} starts with neither '-', '+' nor a space: {line!r}")
-    if current:
-        hunks.append(current)
-    if not hunks:
-        raise ValueError(f"{where}: the patch changes nothing")
-    lines = code.rstrip("\n").split("\n")
-    for hunk in hunks:
-        old = [text for sign, text in hunk if sign != "+"]
-        new = [text for sign, text in hunk if sign != "-"]
-        if not old:
-            raise ValueError(f"{where}: a hunk that only adds lines needs a kept line (' ') to say where")
-        if old == new:
-            raise ValueError(f"{where}: a hunk changes nothing: {old[0]!r}")
-        starts = [i for i in range(len(lines) - len(old) + 1) if lines[i : i + len(old)] == old]
-        if len(starts) != 1:
-            found = "is not in" if not starts else f"is {len(starts)} times in"
-            raise ValueError(f"{where}: the hunk starting {old[0]!r} {found} the solution cell; "
-                             "match its lines exactly, with enough kept lines to be unique")
-        lines[starts[0] : starts[0] + len(old)] = new
-    return "\n".join(lines) + "\n"
-
-
-def protected_regions(source_notebook):
-    """The regions students must never see, as ``(kind, lines)`` pairs.
-
-    ``kind`` is ``"SOLUTION"`` or ``"HIDDEN TESTS"``; ``lines`` are the
-    stripped, non-empty lines between the BEGIN and END markers.
-    """
-    regions, current = [], None
-    for cell in nbformat.read(source_notebook, as_version=4).cells:
-        for line in cell.source.splitlines():
-            begin = re.search(r"### BEGIN (SOLUTION|HIDDEN TESTS)", line)
-            if begin:
-                current = (begin.group(1), [])
-                regions.append(current)
-            elif re.search(r"### END (SOLUTION|HIDDEN TESTS)", line):
-                current = None
-            elif current is not None and line.strip():
-                current[1].append(line.strip())
-    return regions
-
-
-def public_text(source_notebook, cell_types=("code", "markdown", "raw")) -> str:
-    """The notebook's text outside its protected regions (of the cells of
-    ``cell_types``), one line per line, cells separated by a blank line: what
-    students see."""
-    kept, inside = [], False
-    for cell in nbformat.read(source_notebook, as_version=4).cells:
-        if cell.cell_type not in cell_types:
-            continue
-        for line in cell.source.splitlines():
-            if re.search(r"### BEGIN (SOLUTION|HIDDEN TESTS)", line):
-                inside = True
-            elif re.search(r"### END (SOLUTION|HIDDEN TESTS)", line):
-                inside = False
-            elif not inside:
-                kept.append(line)
-        kept.append("")
-    return "\n".join(kept)
-
-
-def public_lines(source_notebook) -> set:
-    """The stripped lines of the notebook outside its protected regions: what students see."""
-    return {line.strip() for line in public_text(source_notebook).splitlines()}
-
-
-def gives_nothing_away(line: str, public: set) -> bool:
-    """A protected line that the public part also contains (`Q = project(X, W_q)`), or an import."""
-    return line in public or re.match(r"(import|from) [\w.]+( import [\w., ]+)?( as \w+)?$", line) is not None
-
-
-def hidden_lines(source_notebook):
-    """Telling lines of the protected regions: long, and not also in the public part."""
-    protected = {line for _, lines in protected_regions(source_notebook) for line in lines}
-    public = public_lines(source_notebook)
-    return sorted(line for line in protected if len(line) > 12 and not gives_nothing_away(line, public))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .nbgrader_course import Course
 from . import hidden_tests
-from ..notebook_checks import sync_notebook
+from .helper_cells import sync_notebook
 from ..paths import EXERCISES, SOLUTIONS, assignments, verification_spec
 
 

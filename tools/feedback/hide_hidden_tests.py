@@ -182,6 +182,8 @@ class _CompiledTemplates(BytecodeCache):
 _COMPILED = _CompiledTemplates()
 
 
+# The private method of nbconvert's exporter that this class overrides, and the conversion it copies,
+# are listed with nbconvert's version in tools/nbgrader_patches.py (PATCHES).
 class FeedbackExporter(HTMLExporter):
     """nbconvert's HTML exporter, as nbgrader's GenerateFeedback uses it, that
     compiles its templates once per process rather than once per notebook

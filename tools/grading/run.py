@@ -156,7 +156,7 @@ def grade_in_private_course(bundle, submission, private: Path, checks=None):
         phases[name] = seconds - before.get(name, 0.0)
     ran = None
     if checks is not None:
-        from ..verification.verify import run_checks_in_worker
+        from ..verification.sandbox_run import run_checks_in_worker
 
         started = time.monotonic()
         try:
@@ -236,6 +236,8 @@ def merge_results(layout: Layout, private: Path, assignment: str, student: str):
     old folders as they were."""
     from nbgrader.api import Gradebook
 
+    from ..nbgrader_patches import needs_manual_grade
+
     staged = []
     try:
         for kind in ("autograded", "feedback"):
@@ -261,7 +263,7 @@ def merge_results(layout: Layout, private: Path, assignment: str, student: str):
                     row = dst.find_grade(grade.name, notebook.name, assignment, student)
                     row.auto_score = grade.auto_score
                     # nbgrader's rule (SaveAutoGrades), with the manual score as it is now.
-                    row.needs_manual_grade = row.manual_score is not None or grade.auto_score is None
+                    row.needs_manual_grade = needs_manual_grade(row.manual_score, grade.auto_score)
                 for comment in notebook.comments:
                     row = dst.find_comment(comment.name, notebook.name, assignment, student)
                     row.auto_comment = comment.auto_comment
@@ -328,7 +330,7 @@ def grade(course: Path, assignments=(), jobs=None, out=sys.stdout, scheduler=Non
     warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
     settings = CourseSettings.read(course)  # the course's settings, read once for the whole run
-    from ..assignments.nbgrader_course import metadata_schema_checked_once
+    from ..nbgrader_patches import metadata_schema_checked_once
 
     metadata_schema_checked_once()  # (the workers are forked from this process)
     # The template and every worker import what the course's assignments need (PyTorch if any uses it).
@@ -380,7 +382,7 @@ def grade_in(settings: CourseSettings, staging: Path, preload, assignments, jobs
     snapshot_gradebook(layout, snapshot)
     verification = None
     if os.environ.get("GRADING_VERIFY", "on") != "off":
-        from ..verification.verify import Verification
+        from ..verification.run import Verification
 
         # Each worker verifies the submission it has just graded (in a child
         # of the same template); what no worker verified is verified after
@@ -397,7 +399,7 @@ def grade_in(settings: CourseSettings, staging: Path, preload, assignments, jobs
     peak = 0
 
     from .. import lateness
-    from ..verification.verify import printable
+    from ..verification.report import printable
 
     progress = Progress(len(todo))
 
@@ -732,7 +734,7 @@ def _start_local_worker(preload, memory_bytes, base):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.grading", description=__doc__.splitlines()[0])
     parser.add_argument("assignments", nargs="*", help="assignments to grade (default: all with submissions)")
     parser.add_argument("--course", default=str(ROOT), help="the course folder (default: the repository)")
     parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: number of cores)")

@@ -65,7 +65,8 @@ def write_references(layout, names, folder: Path) -> dict:
     with nbgrader's log if a release cannot be generated."""
     import nbformat
 
-    from ..assignments.nbgrader_course import fill_release, generate_in_process, solution_code
+    from ..assignments.answers import fill_release, solution_code
+    from ..assignments.nbgrader_course import generate_in_process
 
     course = folder / "course"
     (course / layout.source).mkdir(parents=True)
@@ -93,7 +94,7 @@ def error_heads(notebook: Path) -> dict:
     without following a link and bounded in size; {} if it cannot be read."""
     import os
 
-    from ..verification.verify import printable
+    from ..verification.report import printable
 
     try:
         fd = os.open(notebook, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)

@@ -229,7 +229,7 @@ def ready_worker(preload=(), memory_bytes=0, *, base=None, wait=True):
     template's sandbox ends with that thread). ``wait=False`` starts the
     template without waiting for its imports (a local pool's initializer: the
     first task waits). Called again, it keeps both."""
-    from ..assignments.nbgrader_course import unsynced_gradebooks
+    from ..nbgrader_patches import unsynced_gradebooks
     from ..sandbox import warm
 
     if _Worker.root is None or not _Worker.root.is_dir():

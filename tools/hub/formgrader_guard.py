@@ -86,42 +86,14 @@ AUTOGRADE_ANSWER = """
 """
 
 
-def render_with_autograde_answer(render):
-    """nbgrader's BaseHandler.render, adding AUTOGRADE_ANSWER to the Manage Submissions page."""
-
-    def rendered(self, name, **ns):
-        page = render(self, name, **ns)
-        if name != "manage_submissions.tpl":
-            return page
-        end = page.rfind("</body>")
-        if end < 0:
-            raise ValueError("nbgrader's manage_submissions.tpl has no </body>: the Autograde answer has no place")
-        return page[:end] + AUTOGRADE_ANSWER + page[end:]
-
-    rendered.course_guard = True
-    return rendered
-
-
-def sandboxed_policy(self):
-    """The Content-Security-Policy of a submission's files: Jupyter Server's, plus ``sandbox``."""
-    from jupyter_server.base.handlers import JupyterHandler
-
-    return JupyterHandler.content_security_policy.fget(self) + "; sandbox"
-
-
 def guard_formgrader():
     """Replace the formgrader's autograde (``NbGraderAPI.autograde``) with the
     message, shown plainly on its page, and serve a submission's files
     sandboxed; calling it again changes nothing (nbgrader reads its
-    configuration more than once in a process)."""
-    from nbgrader.apps.api import NbGraderAPI
+    configuration more than once in a process). How each of nbgrader's
+    functions is replaced is in tools/nbgrader_patches.py."""
+    from ..nbgrader_patches import add_to_manage_submissions_page, replace_formgrader_autograde, sandbox_submission_files
 
-    NbGraderAPI.autograde = autograde_with_make_grade
-    try:
-        from nbgrader.server_extensions.formgrader.base import BaseHandler
-        from nbgrader.server_extensions.formgrader.handlers import SubmissionFilesHandler
-    except ImportError:  # nbgrader without its formgrader (no jupyter_server): nothing to serve
-        return
-    if not getattr(BaseHandler.render, "course_guard", False):
-        BaseHandler.render = render_with_autograde_answer(BaseHandler.render)
-    SubmissionFilesHandler.content_security_policy = property(sandboxed_policy)
+    replace_formgrader_autograde(autograde_with_make_grade)
+    if add_to_manage_submissions_page(AUTOGRADE_ANSWER):  # (no formgrader without jupyter_server: nothing to serve)
+        sandbox_submission_files()

@@ -820,7 +820,7 @@ def clean(out=sys.stdout):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.hub", description=__doc__.splitlines()[0])
     parser.add_argument("--ip", default="127.0.0.1", help="address to listen on (default: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port of the hub (default: 8000)")
     parser.add_argument("--clean", action="store_true",

@@ -92,6 +92,8 @@ KEPT_CHARS = 4096
 PHASES = Counter()
 
 
+# The private methods of jupyter_client's and nbclient's classes that the classes below override are
+# listed, with the upstream version they were written for, in tools/nbgrader_patches.py (PATCHES).
 class WatchedChannel(AsyncZMQSocketChannel):
     """A channel that knows when ZeroMQ dropped its connection (a message
     over MAX_MESSAGE_BYTES): ``dropped()``."""

@@ -1,4 +1,4 @@
-"""The machinery of tools/verification/verify.py.
+"""Verification outside the kernel (verify.py says how it works, and which module does what).
 
 Each assignment's checks are in its own folder,
 ``solutions/<assignment>/checks/verification.py``: one check per graded test

@@ -1,6 +1,6 @@
 """The verification harness: runs inside the sandbox, next to one submission's code.
 
-``python harness.py PROGRAM INPUTS RESULTS`` (started by tools/verification/verify.py only,
+``python harness.py PROGRAM INPUTS RESULTS`` (started by tools/verification/sandbox_run.py only,
 wrapped by tools.sandbox.bubblewrap.sandboxed_command). PROGRAM is a JSON file of steps
 in the order of the assignment's notebook:
 
