@@ -26,6 +26,7 @@ import sys
 import time
 
 import cloudpickle
+import psutil
 import pytest
 from distributed import Client, WorkerPlugin
 
@@ -125,13 +126,21 @@ def runs(tmp_path_factory):
         dask_out, _ = graded.communicate(timeout=900)
         client.close()
     finally:
-        for program in programs:
-            program.terminate()
+        # Each program and every process it started (a worker's nanny starts its worker: bubblewrap's end
+        # does not end them), by process id.
+        family = []
         for program in programs:
             try:
-                program.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                program.kill()
+                family += psutil.Process(program.pid).children(recursive=True)
+            except psutil.NoSuchProcess:
+                pass
+        for process in [*family, *(psutil.Process(p.pid) for p in programs if p.poll() is None)]:
+            try:
+                process.kill()
+            except psutil.NoSuchProcess:
+                pass
+        for program in programs:
+            program.wait(timeout=30)
     pool_out, _ = pool.communicate(timeout=900)
     return {"pool": (undisturbed, pool, pool_out), "dask": (on_dask, graded, dask_out), "killed": killed,
             "seen": seen_by_workers, "errors": errors}
