@@ -11,7 +11,8 @@
 #                 since BASE=main, as git status and git diff show them)
 #   make release  regenerate exercises/ (student notebooks) from solutions/
 #   make grade    autograde submitted/, write feedback/ and grades.csv
-#                 (ASSIGNMENT=..., COURSE=folder, JOBS=workers)
+#                 (ASSIGNMENT=..., COURSE=folder, JOBS=workers; SCHEDULER=tcp://host:8786
+#                 grades on that Dask cluster: instructor/cluster.md)
 #   make report   after make grade: what the class understood, per task, as
 #                 HTML pages and CSV in reports/ (instructor/report.md;
 #                 ASSIGNMENT=..., COURSE=folder)
@@ -85,7 +86,7 @@ release: $(STAMP)
 	$(BIN)/python -m tools.assignments.release $(ASSIGNMENT)
 
 grade: $(STAMP)
-	$(BIN)/python -m tools.grading --course "$(or $(COURSE),$(CURDIR))" $(if $(JOBS),--jobs $(JOBS)) $(ASSIGNMENT)
+	$(BIN)/python -m tools.grading --course "$(or $(COURSE),$(CURDIR))" $(if $(JOBS),--jobs $(JOBS)) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(ASSIGNMENT)
 
 report: $(STAMP)
 	$(BIN)/python -m tools.report --course "$(or $(COURSE),$(CURDIR))" $(ASSIGNMENT)

@@ -1,6 +1,7 @@
 """How fast does a class get graded? Stock nbgrader against `make grade`.
 
-Usage: ``.venv/bin/python benchmarks/grading.py [--submissions 12] [--assignment NAME ...] [--jobs N]``
+Usage: ``.venv/bin/python benchmarks/grading.py [--submissions 12] [--assignment NAME ...] [--jobs N]
+[--dask-workers 1,2,4]``
 
 For every assignment (or those named), builds N synthetic submissions —
 correct, partly wrong (the known-wrong implementations of
@@ -17,7 +18,11 @@ job: autograde, feedback, grades.csv and, for `make grade`, verification.
   every worker shares (tools/sandbox/warm.py);
 - the same with GRADING_WARM=off: every kernel and every verification starts
   a fresh sandboxed Python (as before the templates; verification still runs
-  in the worker, right after grading).
+  in the worker, right after grading);
+- make grade on a local Dask cluster (``SCHEDULER=local``, tools/grading/cluster.py) of 1, 2 and 4
+  single-threaded worker processes (``--dask-workers``), the same tasks as the local pool's;
+- and Dask's own cost per task: the seconds a LocalCluster of one worker takes per task whose
+  bytes in and out are those of a real grading task of the assignment, doing no grading.
 
 It prints, per assignment, the seconds and the speed-up over stock of each
 run, the seconds per phase that `make grade` reports (worker seconds summed
@@ -117,11 +122,12 @@ PHASES = re.compile(r"worker seconds per phase, all submissions: (.*)")
 GRADED = re.compile(r"graded \d+ of \d+ in ([\d.]+) s")
 
 
-def make_grade(course, jobs, warm=True):
+def make_grade(course, jobs, warm=True, scheduler=None):
     """Seconds, what make grade printed, per phase, and integrity rows."""
     env = {**os.environ, "GRADING_WARM": "on" if warm else "off"}
     start = time.perf_counter()
-    proc = subprocess.run(["make", "--no-print-directory", "grade", f"COURSE={course.root}", f"JOBS={jobs}"],
+    proc = subprocess.run(["make", "--no-print-directory", "grade", f"COURSE={course.root}", f"JOBS={jobs}"]
+                          + ([f"SCHEDULER={scheduler}"] if scheduler else []),
                           cwd=ROOT, text=True, capture_output=True, env=env)
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
@@ -139,7 +145,49 @@ def make_grade(course, jobs, warm=True):
     return seconds, phases, integrity
 
 
-def benchmark(assignment, n, jobs, tmp: Path, out=sys.stdout):
+def dask_overhead(course, assignment, tasks=40) -> float:
+    """Seconds Dask adds per task: a LocalCluster of one single-threaded
+    worker runs ``tasks`` tasks carrying a real task's bundle and submission
+    (tools/grading/task.py) and returning a graded submission's folders (of
+    this course's first student, graded), doing no grading; the same calls
+    made directly take the rest."""
+    from distributed import Client, LocalCluster
+
+    from tools.course_settings import CourseSettings
+    from tools.grading.run import make_bundles, snapshot_gradebook, submission_of
+    from tools.grading.task import read_regular
+
+    settings = CourseSettings.read(course.root)
+    layout = settings.layout
+    with tempfile.TemporaryDirectory() as tmp:
+        snapshot = Path(tmp) / "gradebook.db"
+        snapshot_gradebook(layout, snapshot)  # (the course was graded: its gradebook exists)
+        bundle = make_bundles(settings, [assignment], snapshot, (), None, 600)[assignment]
+    student = layout.submissions([assignment])[0][1]
+    submission = submission_of(layout, assignment, student)
+    made = {kind: read_regular(layout.folder(kind, student, assignment))[0] for kind in ("autograded", "feedback")}
+    made["gradebook.db"] = bundle.gradebook
+    start = time.perf_counter()
+    for _ in range(tasks):
+        echo_task(bundle, submission, made)
+    direct = time.perf_counter() - start
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                      scheduler_port=0) as cluster, Client(cluster) as client:
+        held = client.submit(lambda b: b, bundle, pure=False)
+        [made_there] = client.scatter([made])
+        client.gather(client.submit(echo_task, held, submission, made_there, pure=False))  # (the worker is warm)
+        start = time.perf_counter()
+        client.gather([client.submit(echo_task, held, submission, made_there, pure=False) for _ in range(tasks)])
+        through_dask = time.perf_counter() - start
+    return (through_dask - direct) / tasks
+
+
+def echo_task(bundle, submission, made):
+    """A task of a real one's bytes that grades nothing."""
+    return {"files": made, "success": True, "log": ""}
+
+
+def benchmark(assignment, n, jobs, tmp: Path, out=sys.stdout, dask_workers=()):
     """{run name: (seconds, phases, scores)} for one assignment; raises if scores differ."""
     submissions = synthetic_submissions(assignment, n)
     runs = {}
@@ -160,6 +208,19 @@ def benchmark(assignment, n, jobs, tmp: Path, out=sys.stdout):
         if len(integrity) != n or flagged:
             problems.append(f"{name}: {len(integrity)} of {n} verified; flagged: {flagged}")
         print(f"  {assignment}: {name} {seconds:.1f} s", file=out, flush=True)
+    for j in dask_workers:
+        name = f"make grade SCHEDULER=local JOBS={j}"
+        course = new_course(tmp / f"{assignment}-dask-{j}", assignment, submissions)
+        seconds, phases, integrity = make_grade(course, j, scheduler="local")
+        runs[name] = (seconds, phases, cell_scores(course, assignment))
+        flagged = [row["student_id"] for row in integrity if row["flagged"] != "no"]
+        if len(integrity) != n or flagged:
+            problems.append(f"{name}: {len(integrity)} of {n} verified; flagged: {flagged}")
+        print(f"  {assignment}: {name} {seconds:.1f} s", file=out, flush=True)
+    if dask_workers:
+        overhead = dask_overhead(course, assignment)
+        runs["Dask's cost per task"] = (overhead, {}, runs["stock nbgrader"][2])
+        print(f"  {assignment}: Dask's cost per task {overhead * 1000:.1f} ms", file=out, flush=True)
     baseline = runs["stock nbgrader"][2]
     for name, (_, _, scores) in runs.items():
         for student in sorted(baseline):
@@ -174,7 +235,10 @@ def main(argv=None):
     parser.add_argument("--assignment", action="append", default=None,
                         help="an assignment to time (repeatable; default: every assignment)")
     parser.add_argument("--jobs", type=int, default=default_jobs())
+    parser.add_argument("--dask-workers", default="1,2,4",
+                        help="worker processes of the local Dask clusters to time, comma-separated ('' for none)")
     args = parser.parse_args(argv)
+    dask_workers = [int(j) for j in args.dask_workers.split(",") if j.strip()]
     n = args.submissions
     names = args.assignment or assignments()
     os.environ["PATH"] = f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -182,7 +246,7 @@ def main(argv=None):
     print(f"{n} submissions of each of {', '.join(names)} on {os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory(prefix="grading-benchmark-") as tmp:
         for assignment in names:
-            results[assignment], found = benchmark(assignment, n, args.jobs, Path(tmp))
+            results[assignment], found = benchmark(assignment, n, args.jobs, Path(tmp), dask_workers=dask_workers)
             problems += found
 
     print(f"\n| grading {n} notebooks | seconds | notebooks/s | speed vs stock | same scores as stock |")
@@ -190,6 +254,9 @@ def main(argv=None):
     for assignment, runs in results.items():
         stock = runs["stock nbgrader"][0]
         for name, (seconds, _, _) in runs.items():
+            if name == "Dask's cost per task":
+                print(f"| {assignment}: {name} | {seconds:.4f} | | | |")
+                continue
             print(f"| {assignment}: {name} | {seconds:.1f} | {n / seconds:.2f} | {stock / seconds:.2f}x | "
                   f"{'no' if any(p.startswith(name + ':') for p in problems) else 'yes'} |")
     print("\nPer phase (make grade's own report: worker seconds summed over submissions, then the wall clock "

@@ -153,10 +153,11 @@ def test_no_module_reads_the_switches_from_the_environment():
     assert not readers, f"these read a grading switch from the environment, not from the settings: {readers}"
 
 
-def loads_in_a_worker(layout, private, submission):
+def loads_in_a_worker(bundle, submission, private):
     """In a grading worker (forked, started as make grade starts its workers): grade one submission
-    (grade_in_private_course), with nbgrader's converters standing in by recording what they were given.
-    Returns the configuration files read meanwhile, what each converter was given, and the result's log."""
+    (grade_in_private_course, on the bytes a task carries), with nbgrader's converters standing in by recording
+    what they were given. Returns the configuration files read meanwhile, what each converter was given, and the
+    result's log."""
     from nbgrader.converters import Autograde, GenerateFeedback
     from traitlets.config.loader import PyFileConfigLoader
 
@@ -175,8 +176,7 @@ def loads_in_a_worker(layout, private, submission):
 
     PyFileConfigLoader.load_config = counted
     Autograde.start = GenerateFeedback.start = start
-    result = run.grade_in_private_course(layout, "ex01_by_hand", "student", str(submission / "gradebook.db"),
-                                         str(private), submitted=str(submission))
+    result = run.grade_in_private_course(bundle, submission, private)
     return loaded, given, result["log"]
 
 
@@ -184,7 +184,7 @@ def test_a_worker_grades_with_the_runs_configuration(tmp_path, monkeypatch):
     """No grading worker runs nbgrader_config.py again (it did twice per submission: once for autograde, once
     for the feedback): its converters get the run's configuration, with the private course's folder and gradebook,
     and the run's switches (here GRADING_WARM=off, as the run read it)."""
-    from tools.grading.run import WorkerRun, start_worker
+    from tools.grading.run import make_bundles, submission_of
 
     monkeypatch.delenv("GRADING_SANDBOX", raising=False)
     monkeypatch.setenv("GRADING_WARM", "off")
@@ -193,13 +193,14 @@ def test_a_worker_grades_with_the_runs_configuration(tmp_path, monkeypatch):
     submission = tmp_path / "submission"
     submission.mkdir()
     shutil.copy(EXERCISES / "ex01_by_hand" / "ex01_by_hand.ipynb", submission)
-    (submission / "gradebook.db").write_bytes(b"")
+    snapshot = tmp_path / "gradebook.db"
+    snapshot.write_bytes(b"")
+    bundle = make_bundles(settings, ["ex01_by_hand"], snapshot, (), None, 600.0)["ex01_by_hand"]
+    task = submission_of(settings.layout, "ex01_by_hand", "student", source=submission)
     private = tmp_path / "staging" / "submission-1"
     private.mkdir(parents=True)
-    run = WorkerRun(preload=(), verification=None, config=settings.config)
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"), initializer=start_worker,
-                             initargs=(run,)) as pool:
-        loaded, given, log = pool.submit(loads_in_a_worker, settings.layout, private, submission).result(timeout=300)
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        loaded, given, log = pool.submit(loads_in_a_worker, bundle, task, private).result(timeout=300)
     assert loaded == [], f"a worker read its configuration {len(loaded)} time(s) for one submission: {loaded}"
     db_url = f"sqlite:///{private / 'gradebook.db'}"
     preprocessors = list(settings.config.Autograde.autograde_preprocessors)

@@ -1,15 +1,17 @@
 """Grade every submission of a course: autograde, feedback, verification, grades.csv.
 
-Usage: ``python -m tools.grading [ASSIGNMENT ...] [--course FOLDER] [--jobs N]``
-(what ``make grade`` runs). Without an assignment, every assignment that has
+Usage: ``python -m tools.grading [ASSIGNMENT ...] [--course FOLDER] [--jobs N] [--scheduler ADDRESS]``
+(what ``make grade`` runs; ``SCHEDULER=`` gives ``--scheduler``). Without an assignment, every assignment that has
 submissions under ``submitted/<student>/<assignment>/`` is graded. The course
 folder (default: the repository) holds ``nbgrader_config.py``, the gradebook
 and nbgrader's folders.
 
 CONTRIBUTING.md, "How grading works", describes the whole run step by step;
-this module is its driver: ``grade`` (settings, template, verification),
-``grade_in_private_course`` (one submission, in a worker), ``merge_results``
-(the single writer of the real gradebook) and ``export_grades``.
+this module is its driver: ``grade`` (settings, verification, bundles),
+``grade_with_pool`` (local worker processes; tools/grading/cluster.py does the
+same on Dask), ``grade_in_private_course`` (one submission, in a worker, called
+by tools/grading/task.py's ``grade_task``), ``merge_results`` (the single writer
+of the real gradebook) and ``export_grades``.
 
 Before any student's result is written, the instructor's solution of each
 assignment is graded the same way and must earn full marks
@@ -28,7 +30,6 @@ import io
 import logging
 import multiprocessing
 import os
-import shutil
 import sqlite3
 import sys
 import tempfile
@@ -36,7 +37,6 @@ import time
 import traceback
 import warnings
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..course_settings import CONFIG_FILE, CourseSettings, Layout, course_directory, default_jobs, worker_config
@@ -83,148 +83,46 @@ def snapshot_gradebook(layout: Layout, target: Path):
 
 # --- copying what a submission holds ---------------------------------------
 
-# What one submission may bring into grading (its submitted folder) and what
-# one graded submission may leave in autograded/ and feedback/.
-COPY_BYTES = 64 * 1024**2
-COPY_FILES = 200
-
-
-class CopyRefused(RuntimeError):
-    """A folder holds more than a submission may (COPY_BYTES, COPY_FILES)."""
-
-
-def copy_regular(source: Path, target: Path, *, max_bytes=COPY_BYTES, max_files=COPY_FILES) -> list:
-    """Copy the folders and regular files under ``source`` to ``target``,
-    opening each without following a link, and return what was left out
-    (links, devices, pipes, sockets: their names only; nothing of them is
-    opened, read or changed). Raises CopyRefused past ``max_bytes`` or
-    ``max_files``, and for a hard link (a file with more than one name could
-    be the solution's or another student's): a submission's files come from
-    its student."""
-    import stat
-
-    left_out = []
-    budget = {"bytes": max_bytes, "files": max_files}
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-    def copy_folder(dir_fd, into: Path):
-        into.mkdir(parents=True, exist_ok=True)
-        with os.scandir(dir_fd) as entries:
-            names = sorted(entry.name for entry in entries)
-        for name in names:
-            budget["files"] -= 1
-            if budget["files"] < 0:
-                raise CopyRefused(f"{source} holds more than {max_files} files")
-            try:
-                fd = os.open(name, flags | os.O_NONBLOCK, dir_fd=dir_fd)
-            except OSError:  # a link (ELOOP), or gone
-                left_out.append(name)
-                continue
-            try:
-                info = os.fstat(fd)
-                if stat.S_ISDIR(info.st_mode):
-                    copy_folder(fd, into / name)
-                elif stat.S_ISREG(info.st_mode):
-                    if info.st_nlink > 1:  # another name for a file that may not be the student's
-                        raise CopyRefused(f"{name} in {source} is a hard link ({info.st_nlink} names for one "
-                                          "file): a submission's files must be its own")
-                    budget["bytes"] -= info.st_size
-                    if budget["bytes"] < 0:
-                        raise CopyRefused(f"{source} holds more than {max_bytes} bytes")
-                    copy_file(fd, into / name, info.st_size)
-                else:
-                    left_out.append(name)
-            finally:
-                os.close(fd)
-
-    def copy_file(fd, path: Path, size: int):
-        os.set_blocking(fd, True)
-        left = size
-        with open(path, "xb") as out:
-            while left > 0:
-                chunk = os.read(fd, min(left, 1 << 20))
-                if not chunk:
-                    break
-                out.write(chunk)
-                left -= len(chunk)
-
-    top = os.open(source, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        copy_folder(top, Path(target))
-    finally:
-        os.close(top)
-    return left_out
+# (tools/grading/task.py: a submission's files travel as bytes, read and written with these rules)
+from .task import COPY_BYTES, COPY_FILES, CopyRefused, copy_regular  # noqa: E402,F401
 
 
 # --- the workers ------------------------------------------------------------
 
-@dataclass(frozen=True)
-class WorkerRun:
-    """What every grading worker of one run is handed when it starts
-    (``start_worker``): the modules a template it starts itself imports,
-    the run's verification (tools/verification/run.py's ``Verification``) or None,
-    and the course's configuration as the run read it (``CourseSettings.config``:
-    a worker copies it for each submission instead of reading nbgrader_config.py
-    again; None: it reads the private course's copy)."""
-
-    preload: tuple = ("torch",)
-    verification: object = None
-    config: object = None
+# What an assignment's source folder may hold, sent to every worker.
+RELEASE_BYTES = 256 * 1024**2
+RELEASE_FILES = 10_000
 
 
-# This worker's run, set by start_worker when the pool starts the process.
-_WORKER = WorkerRun()
-# The folder whose gradebooks this worker writes without waiting for the disk.
-_UNSYNCED = {}
-
-
-def start_worker(run: WorkerRun):
-    """The pool's initializer: each worker process keeps its run."""
-    global _WORKER
-    _WORKER = run
-
-
-def grade_in_private_course(layout: Layout, assignment: str, student: str, snapshot: str, workdir: str,
-                            submitted: str | None = None):
+def grade_in_private_course(bundle, submission, private: Path, checks=None):
     """Autograde one submission and generate its feedback in a private copy of
-    the course under ``workdir``. Runs in a worker process. Returns a dict:
-    success, log, seconds. ``submitted``: the submission's folder, if not the
-    course's (the self-check's reference: tools/grading/self_check.py)."""
-    start = time.monotonic()
-    private = Path(workdir)
-    from ..sandbox import warm
+    the course in ``private`` (a folder of this worker: tools/grading/task.py's
+    grade_task), made from the bytes of ``bundle`` (an AssignmentBundle) and
+    ``submission``. ``checks``: the verification's Assignment with its inputs
+    in this worker, or None. Returns a dict: success, log, seconds, phases,
+    ran (how the checks ran), reason, peak_kib."""
+    from .task import write_files
     from ..sandbox.kernel import PHASES
 
-    # Every private course of this run is under the staging folder, which the
-    # run's shared template covers (tools/sandbox/warm.py); if it is gone, this worker
-    # starts its own, importing what the course needs.
-    warm.set_kernel_roots([private.parent], base=private.parent)
-    if _UNSYNCED.get("folder") != private.parent:  # the private gradebooks of this run: copies, merged later
-        from ..nbgrader_patches import unsynced_gradebooks
-
-        unsynced_gradebooks(private.parent)
-        _UNSYNCED["folder"] = private.parent
-    if not warm.kernel_template_running():
-        warm.set_kernel_preload(list(_WORKER.preload))
+    start = time.monotonic()
+    assignment, student, folders = submission.assignment, submission.student, bundle.folders
     before = dict(PHASES)
-    shutil.copy(layout.root / CONFIG_FILE, private / CONFIG_FILE)
-    source = layout.root / layout.source / assignment
-    if source.is_dir():  # autograde copies its other files (data, helpers) next to the notebook
-        shutil.copytree(source, private / layout.source / assignment, ignore=shutil.ignore_patterns(*layout.ignore))
-    shutil.copy(snapshot, private / "gradebook.db")
+    (private / CONFIG_FILE).write_bytes(bundle.config)
+    if bundle.release:  # autograde copies its other files (data, helpers) next to the notebook
+        write_files(bundle.release, private / folders["source"] / assignment, max_bytes=RELEASE_BYTES,
+                    max_files=RELEASE_FILES)
+    (private / "gradebook.db").write_bytes(bundle.gradebook)
     log = io.StringIO()
+    submitted = private / folders["submitted"] / student / assignment
     try:
-        # What the student submitted: folders and regular files only, bounded.
-        left_out = copy_regular(Path(submitted) if submitted else layout.folder("submitted", student, assignment),
-                                private / layout.submitted / student / assignment)
+        # What the student submitted: folders and regular files only, bounded ...
+        write_files(submission.files, submitted)
         # ... and no more than a submission may hold once decoded (tools/sandbox/limits.py).
-        check_submission(private / layout.submitted / student / assignment)
+        check_submission(submitted)
     except (OSError, CopyRefused, SubmissionRefused) as error:
-        return {"success": False, "log": f"its submission was refused before grading: {error}\n",
-                "seconds": time.monotonic() - start, "phases": {}, "ran": None, "reason": str(error),
-                "peak_kib": peak_kib()}
-    if left_out:
-        log.write(f"[WARNING] left out of grading (not a file or folder): {', '.join(left_out)}\n")
+        return refused(error, start)
+    if submission.left_out:
+        log.write(f"[WARNING] left out of grading (not a file or folder): {', '.join(submission.left_out)}\n")
 
     handler = logging.StreamHandler(log)
     handler.setFormatter(logging.Formatter("[%(levelname)s] %(message)s"))
@@ -238,10 +136,10 @@ def grade_in_private_course(layout: Layout, assignment: str, student: str, snaps
 
         for converter_class in (Autograde, GenerateFeedback):
             db_url = f"sqlite:///{private / 'gradebook.db'}"
-            if _WORKER.config is not None:  # the run's settings, read once (tools/course_settings.py)
+            if bundle.run_config is not None:  # the run's settings, read once (tools/course_settings.py)
                 from nbgrader.coursedir import CourseDirectory
 
-                coursedir = CourseDirectory(config=worker_config(_WORKER.config, private, db_url))
+                coursedir = CourseDirectory(config=worker_config(bundle.run_config, private, db_url))
             else:
                 coursedir = course_directory(private, db_url=db_url)
             coursedir.assignment_id = assignment
@@ -261,15 +159,13 @@ def grade_in_private_course(layout: Layout, assignment: str, student: str, snaps
     for name, seconds in PHASES.items():
         phases[name] = seconds - before.get(name, 0.0)
     ran = None
-    verification = _WORKER.verification
-    if verification is not None and assignment in verification.prepared:
+    if checks is not None:
         from ..verification.sandbox_run import run_checks_in_worker
 
         started = time.monotonic()
-        notebook = private / layout.submitted / student / assignment / verification.prepared[assignment].notebook
         try:
-            ran = run_checks_in_worker(verification.prepared[assignment], notebook, private / "verification",
-                                       warm_template=verification.warm)
+            ran = run_checks_in_worker(checks, submitted / checks.notebook, private / "verification",
+                                       warm_template=bundle.warm)
         except Exception:  # noqa: BLE001 - then it is verified after grading
             log.write(traceback.format_exc())
         phases["verification"] = time.monotonic() - started
@@ -283,6 +179,13 @@ def grade_in_private_course(layout: Layout, assignment: str, student: str, snaps
     reason = "" if success else last_line(log.getvalue())
     return {"success": success, "log": log.getvalue(), "seconds": seconds, "phases": phases, "ran": ran,
             "reason": reason, "peak_kib": peak_kib()}
+
+
+def refused(error, start=None) -> dict:
+    """The result of a submission refused before grading (too large, a hard link...)."""
+    return {"success": False, "log": f"its submission was refused before grading: {error}\n",
+            "seconds": 0.0 if start is None else time.monotonic() - start, "phases": {}, "ran": None,
+            "reason": str(error), "peak_kib": peak_kib()}
 
 
 def peak_kib() -> int:
@@ -302,10 +205,14 @@ class SubmissionTimeout(BaseException):
     Exception must not swallow it and carry on)."""
 
 
-def grade_with_deadline(seconds: float, *args, **kwargs):
+def grade_with_deadline(seconds: float | None, *args, **kwargs):
     """grade_in_private_course, given up after ``seconds`` (SIGALRM in the
-    worker: a step that blocks or loops costs this submission only)."""
+    worker: a step that blocks or loops costs this submission only; None:
+    no alarm, in a thread that cannot set one)."""
     import signal
+
+    if seconds is None:
+        return grade_in_private_course(*args, **kwargs)
 
     def give_up(signum, frame):
         raise SubmissionTimeout(f"grading did not finish within {seconds:g} s")
@@ -413,27 +320,11 @@ def export_grades(settings: CourseSettings):
     return layout.root / "grades.csv"
 
 
-def start_template(settings: CourseSettings, staging: Path, preload):
-    """The warm template (tools/sandbox/warm.py) that every worker of this run forks
-    its kernels and verifications from, started now, before anything else:
-    it imports (PyTorch, ipykernel) while this process reads the course and
-    prepares the verification. None if warm templates are off or cannot start
-    here; each worker then starts its own, or none."""
-    from ..sandbox import warm
-
-    if not settings.warm:
-        return None
-    try:
-        return warm.Template([staging], memory_bytes=settings.memory_bytes, base=staging, preload=preload,
-                             wait=False)
-    except Exception:  # noqa: BLE001 - (no sandbox here: grading says so)
-        return None
-
-
 # make grade's exit status (``grade``'s result), which the last line of its output says in words.
 GRADED_CLEAN = 0  # every submission graded, none flagged
 NEEDS_A_LOOK = 1  # some submission NOT GRADED, or flagged in integrity.csv (instructor/integrity.md)
 SELF_CHECK_FAILED = 3  # the instructor's solution lost points here (tools/grading/self_check.py): nobody was graded
+SCHEDULER_GONE = 4  # the Dask scheduler went away mid-run: what was merged is kept, the rest is not graded
 
 
 # Where each run's log is kept, in the course folder next to grades.csv and integrity.csv: <run id>.log.
@@ -469,7 +360,7 @@ def on(switch: bool) -> str:
     return "on" if switch else "off"
 
 
-def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
+def grade(course: Path, assignments=(), jobs=None, out=sys.stdout, scheduler=None):
     """Grade a course; return make grade's exit status: GRADED_CLEAN,
     NEEDS_A_LOOK or SELF_CHECK_FAILED. Everything it prints is also kept in
     the course folder's grading-logs/<run id>.log, after a line of the
@@ -483,15 +374,15 @@ def grade(course: Path, assignments=(), jobs=None, out=sys.stdout):
     log_path = logs / f"{run_id}.log"
     with open(log_path, "x", encoding="utf-8", errors="backslashreplace") as log:
         command = ["python -m tools.grading", *assignments, "--course", str(settings.root),
-                   *(["--jobs", str(jobs)] if jobs else [])]
+                   *(["--jobs", str(jobs)] if jobs else []), *(["--scheduler", scheduler] if scheduler else [])]
         log.write(f"make grade, run {run_id}: {' '.join(command)}\n{settings_line(settings)}\n")
         log.flush()
         tee = Tee(out, log)
         print(f"run {run_id}; what follows is kept in {log_path}", file=tee, flush=True)
-        return grade_with(settings, run_id, assignments, jobs, tee)
+        return grade_with(settings, run_id, assignments, jobs, tee, scheduler)
 
 
-def grade_with(settings: CourseSettings, run_id: str, assignments, jobs, out):
+def grade_with(settings: CourseSettings, run_id: str, assignments, jobs, out, scheduler=None):
     """grade(), with the course's settings and the run's id."""
     os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
     # nbgrader's gradebook code trips SQLAlchemy 2's warnings; they say nothing about the grades.
@@ -507,12 +398,7 @@ def grade_with(settings: CourseSettings, run_id: str, assignments, jobs, out):
     preload = tuple(warm.preload_for(*settings.source_folder.glob("*/*.ipynb")))
     staging = Path(tempfile.mkdtemp(prefix="nbgrader-grade-"))
     try:
-        template = start_template(settings, staging, preload)
-        try:
-            return grade_in(settings, staging, template, preload, assignments, jobs, out, run_id)
-        finally:
-            if template is not None:
-                template.close()
+        return grade_in(settings, staging, preload, assignments, jobs, out, scheduler, run_id)
     finally:
         try:
             _rmtree(staging)
@@ -520,8 +406,10 @@ def grade_with(settings: CourseSettings, run_id: str, assignments, jobs, out):
             print(f"(could not remove the run's folder {staging}: {error})", file=out, flush=True)
 
 
-def grade_in(settings: CourseSettings, staging: Path, template, preload, assignments, jobs, out, run_id=""):
-    """grade(), with the run's staging folder and its warm template (or None)."""
+def grade_in(settings: CourseSettings, staging: Path, preload, assignments, jobs, out, scheduler=None, run_id=""):
+    """grade(), with the run's staging folder. ``scheduler``: None (a local
+    pool of ``jobs`` processes), "local" (a local Dask cluster of ``jobs``
+    worker processes) or a Dask scheduler's address (tools/grading/cluster.py)."""
     layout = settings.layout
     todo = layout.submissions(assignments)
     jobs = max(1, int(jobs or default_jobs()))
@@ -561,18 +449,11 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
         (staging / "verification").mkdir()
         verification = Verification.start(settings, todo, None, staging / "verification", out, alongside=True,
                                           run_id=run_id)
-    worker_run = WorkerRun(preload=preload, verification=verification, config=settings.config)
-    # fork: the workers start with nbgrader already imported, and share the template.
+    # fork: the workers start with nbgrader already imported.
     import nbgrader.converters  # noqa: F401
 
     from ..sandbox import warm
 
-    if template is not None:
-        try:
-            template.wait_ready()
-            warm.share_kernel_template(template)
-        except warm.TemplateError as error:
-            print(f"(no shared warm template: {error}; each worker starts its own)", file=out, flush=True)
     budget = settings.submission_seconds
     not_graded = {}  # (assignment, student) -> why
     peak = 0
@@ -580,8 +461,11 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
     from .. import lateness
     from ..verification.report import printable
 
+    progress = Progress(len(todo))
+
     def finished(assignment, student, private, result):
         nonlocal failures, peak
+        progress.clear()
         peak = max(peak, result.get("peak_kib", 0))
         count, own = by_assignment.setdefault(assignment, [0, {}])
         by_assignment[assignment][0] = count + 1
@@ -621,6 +505,7 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
                 _rmtree(private)
             except Exception as error:  # noqa: BLE001 - what is left is removed with the run's folder, or reported
                 print(printable(f"  (could not remove {private}: {error})"), file=out, flush=True)
+            progress.update(failures)
 
     held = []  # students' results that arrived before every reference had passed
 
@@ -652,13 +537,40 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
 
     todo_now = check.todo + [key for key in todo if key not in check.todo]  # the references first
     context = multiprocessing.get_context("fork")
-    # One pass, unless a submission overruns its time and its worker must be stopped, or a reference fails.
-    while not check.failed:
-        todo_now += [key for key in check.pending() if key not in todo_now]  # a stand-in failed: the reference
-        if not todo_now:
-            break
-        todo_now = grade_with_pool(context, jobs, worker_run, layout, snapshot, staging, todo_now, budget, arrived,
-                                   not_graded, out, sources=check.sources, stop=lambda: check.failed)
+    bundles = make_bundles(settings, sorted({a for a, _ in todo}), snapshot, preload, verification, budget)
+    client = cluster = None
+    if scheduler:
+        from . import cluster as dask_run
+
+        client, cluster = dask_run.open_cluster(scheduler, jobs, preload, settings.memory_bytes, out)
+        progress.dashboard = getattr(client, "dashboard_link", "") if cluster is None else ""
+    try:
+        # One pass, unless a submission overruns its time and its worker must be stopped, or a reference fails.
+        while not check.failed:
+            todo_now += [key for key in check.pending() if key not in todo_now]  # a stand-in failed: the reference
+            if not todo_now:
+                break
+            if client is not None:
+                todo_now = dask_run.grade_with_dask(client, bundles, layout, staging, todo_now, arrived,
+                                                    sources=check.sources, stop=lambda: check.failed)
+            else:
+                todo_now = grade_with_pool(context, jobs, bundles, layout, staging, todo_now, budget, arrived,
+                                           sources=check.sources, stop=lambda: check.failed)
+    except Exception as error:
+        if client is None or not isinstance(error, dask_run.SchedulerGone):
+            raise
+        progress.close()
+        merged = sum(count for count, _ in by_assignment.values()) - failures
+        print(f"make grade: STOPPED: the Dask scheduler at {scheduler} went away ({error}); the {merged} "
+              f"submission(s) merged so far are in the gradebook and feedback/, {len(error.left)} were not "
+              f"graded. Run make grade again once the cluster is back; exit status {SCHEDULER_GONE}",
+              file=out, flush=True)
+        if check.passed:
+            export_grades(settings)
+        return SCHEDULER_GONE
+    finally:
+        if client is not None:
+            dask_run.close_cluster(client, cluster)
     warm.close_kernel_template()
     if not check.passed:
         for _, _, private, _ in held:
@@ -672,6 +584,7 @@ def grade_in(settings: CourseSettings, staging: Path, template, preload, assignm
               f"\"When make grade grades nobody\").", file=out)
         print(f"make grade: NOBODY GRADED (self-check failed); exit status {SELF_CHECK_FAILED}", file=out, flush=True)
         return SELF_CHECK_FAILED
+    progress.close()
     csv = export_grades(settings)
     elapsed = time.monotonic() - started
     print(f"graded {len(todo) - failures} of {len(todo)} in {elapsed:.1f} s; feedback in "
@@ -714,64 +627,175 @@ class NotGraded(Exception):
     pass
 
 
-def grade_with_pool(context, jobs, worker_run, layout, snapshot, staging, todo, budget, finished, not_graded, out,
-                    sources=None, stop=lambda: False):
-    """Grade ``todo`` with ``jobs`` workers; return the submissions still to
+class Progress:
+    """One line, rewritten in place on a terminal (stderr): submissions done
+    of all, the rate, the time left at that rate, and how many were not
+    graded; with a Dask scheduler, its dashboard's address. Off a terminal
+    (a log, the tests) it writes nothing: the run's own lines say it all."""
+
+    def __init__(self, total: int, stream=None, dashboard: str = ""):
+        self.stream = sys.stderr if stream is None else stream
+        self.total, self.done, self.dashboard = total, 0, dashboard
+        self.started = time.monotonic()
+        self.shown = False
+        self.on = getattr(self.stream, "isatty", lambda: False)()
+
+    def line(self, failed: int) -> str:
+        elapsed = time.monotonic() - self.started
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        left = (self.total - self.done) / rate if rate > 0 else float("nan")
+        eta = "?" if left != left else (f"{left / 60:.0f} min" if left >= 90 else f"{left:.0f} s")
+        return (f"{self.done}/{self.total} graded, {rate * 60:.1f}/min, {eta} left, {failed} not graded"
+                + (f"; dashboard {self.dashboard}" if self.dashboard else ""))
+
+    def update(self, failed: int):
+        self.done += 1
+        if self.on:
+            self.stream.write(self.line(failed))
+            self.stream.flush()
+            self.shown = True
+
+    def clear(self):
+        """Before a line of the run's own: the progress line makes way."""
+        if self.shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+            self.shown = False
+
+    def close(self):
+        self.clear()
+
+
+def make_bundles(settings: CourseSettings, assignments, snapshot: Path, preload, verification, budget) -> dict:
+    """{assignment: AssignmentBundle}: what its submissions' tasks need (tools/grading/task.py)."""
+    import fnmatch
+
+    from .task import AssignmentBundle, checks_for_workers, read_regular
+
+    layout = settings.layout
+    config = (layout.root / CONFIG_FILE).read_bytes()
+    gradebook = snapshot.read_bytes()
+    folders = {kind: getattr(layout, kind) for kind in ("source", "submitted", "autograded", "feedback")}
+    bundles = {}
+    for assignment in assignments:
+        source = layout.root / layout.source / assignment
+        release = {}
+        if source.is_dir():
+            files, _ = read_regular(source, max_bytes=RELEASE_BYTES, max_files=RELEASE_FILES, trusted=True)
+            release = {name: data for name, data in files.items()  # (shutil.ignore_patterns' rule)
+                       if not any(fnmatch.fnmatch(part, pattern) for part in name.split("/")
+                                  for pattern in layout.ignore)}
+        prepared = None
+        if verification is not None:
+            prepared = verification.prepared.get(assignment)
+        checks, inputs = checks_for_workers(prepared)
+        bundles[assignment] = AssignmentBundle(
+            assignment, config, release, gradebook, folders, tuple(layout.ignore), tuple(preload),
+            settings.memory_bytes, budget, checks, inputs, run_config=settings.config, warm=settings.warm)
+    return bundles
+
+
+def submission_of(layout: Layout, assignment: str, student: str, source=None):
+    """The Submission (tools/grading/task.py) of a submitted folder, read
+    with read_regular's rules; or the result of its refusal."""
+    from .task import Submission, read_regular
+
+    try:
+        files, left_out = read_regular(Path(source) if source else layout.folder("submitted", student, assignment))
+    except (OSError, CopyRefused) as error:
+        return refused(error)
+    return Submission(assignment, student, files, tuple(left_out))
+
+
+def unpacked(layout: Layout, staging: Path, assignment: str, student: str, result: dict):
+    """A private folder under ``staging`` holding what a worker returned
+    (task.unpack_result), and the result (a failure if what arrived was refused)."""
+    from .task import unpack_result
+
+    # (by a name of its own: "a--b" could be two students' assignment and id)
+    private = Path(tempfile.mkdtemp(prefix="submission-", dir=staging))
+    folders = {kind: getattr(layout, kind) for kind in ("source", "submitted", "autograded", "feedback")}
+    try:
+        unpack_result(result, private, folders, assignment, student)
+    except (OSError, CopyRefused) as error:
+        result = {**result, "success": False, "reason": f"what its worker returned was refused: {error}",
+                  "ran": None}
+    result.pop("files", None)
+    return private, result
+
+
+def grade_with_pool(context, jobs, bundles, layout, staging, todo, budget, finished, sources=None,
+                    stop=lambda: False):
+    """Grade ``todo`` with ``jobs`` local worker processes, each running
+    tools/grading/task.py's grade_task; return the submissions still to
     grade if a worker had to be stopped (one that ran past ``budget`` and a
     grace period despite its own deadline), else []. ``sources``:
     {(assignment, student): folder} of submissions not in the course's
-    submitted folder. Once ``stop()`` is true, the rest is abandoned."""
+    submitted folder. Once ``stop()`` is true, the rest is abandoned. At
+    most twice ``jobs`` submissions are read into memory at a time."""
     from concurrent.futures import FIRST_COMPLETED, wait
 
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=start_worker,
-                               initargs=(worker_run,))
+    from .task import grade_task
+
+    some = next(iter(bundles.values()))
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_local_worker,
+                               initargs=(some.preload, some.memory_bytes, str(staging)))
     futures, running_since = {}, {}
+    waiting = list(todo)
+
+    def submit_more():
+        while waiting and len(futures) < 2 * jobs:
+            assignment, student = waiting.pop(0)
+            submission = submission_of(layout, assignment, student, (sources or {}).get((assignment, student)))
+            if isinstance(submission, dict):  # refused before grading
+                finished(assignment, student, Path(tempfile.mkdtemp(prefix="submission-", dir=staging)), submission)
+                continue
+            futures[pool.submit(grade_task, bundles[assignment], submission)] = (assignment, student)
+
     try:
-        for assignment, student in todo:
-            # (by a name of its own: "a--b" could be two students' assignment and id)
-            private = Path(tempfile.mkdtemp(prefix="submission-", dir=staging))
-            source = (sources or {}).get((assignment, student))
-            future = pool.submit(grade_with_deadline, budget, layout, assignment, student,
-                                 str(snapshot), str(private), submitted=str(source) if source else None)
-            futures[future] = (assignment, student, private)
-        pending = set(futures)
-        while pending:
-            done, pending = wait(pending, timeout=5, return_when=FIRST_COMPLETED)
+        submit_more()
+        while futures:
+            done, _ = wait(set(futures), timeout=5, return_when=FIRST_COMPLETED)
             for future in done:
-                assignment, student, private = futures[future]
+                assignment, student = futures.pop(future)
                 try:
                     result = future.result()
                 except Exception:  # noqa: BLE001 - a worker that died
                     result = {"success": False, "log": traceback.format_exc(), "seconds": 0.0,
                               "reason": "its grading worker died"}
-                finished(assignment, student, private, result)
+                finished(assignment, student, *unpacked(layout, staging, assignment, student, result))
             if stop():
-                for future in pending:
+                for future in futures:
                     future.cancel()
                 for process in list(getattr(pool, "_processes", {}).values()):
                     process.kill()
                 return []
             now = time.monotonic()
-            for future in pending:
+            for future in futures:
                 if future.running():
                     running_since.setdefault(future, now)
-            stuck = [f for f in pending if now - running_since.get(f, now) > budget + 60]
+            stuck = [f for f in futures if now - running_since.get(f, now) > budget + 60]
             if stuck:
                 for process in list(getattr(pool, "_processes", {}).values()):
                     process.kill()
                 for future in stuck:
-                    assignment, student, private = futures[future]
-                    finished(assignment, student, private, {
+                    assignment, student = futures.pop(future)
+                    finished(assignment, student, Path(tempfile.mkdtemp(prefix="submission-", dir=staging)), {
                         "success": False, "log": "", "seconds": now - running_since[future],
                         "reason": f"its worker did not answer within {budget + 60:g} s and was stopped"})
-                rest = [futures[f][:2] for f in pending if f not in stuck]
-                for future in pending:
-                    if future not in stuck:
-                        _rmtree(futures[future][2])
-                return rest
+                return [futures[f] for f in futures] + waiting
+            submit_more()
         return []
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _start_local_worker(preload, memory_bytes, base):
+    """A local pool's initializer: the worker's folder under the run's
+    folder (removed with it), and its warm template (task.ready_worker)."""
+    from .task import ready_worker
+
+    ready_worker(preload, memory_bytes, base=base, wait=False)
 
 
 def main(argv=None):
@@ -779,6 +803,9 @@ def main(argv=None):
     parser.add_argument("assignments", nargs="*", help="assignments to grade (default: all with submissions)")
     parser.add_argument("--course", default=str(ROOT), help="the course folder (default: the repository)")
     parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: number of cores)")
+    parser.add_argument("--scheduler", default=os.environ.get("GRADING_SCHEDULER") or None,
+                        help="grade on Dask: 'local' (a cluster of --jobs processes here) or a scheduler's "
+                             "address, tcp://host:8786 (instructor/cluster.md); default: a local process pool")
     args = parser.parse_args(argv)
-    return grade(Path(args.course), args.assignments, args.jobs)
+    return grade(Path(args.course), args.assignments, args.jobs, scheduler=args.scheduler)
 

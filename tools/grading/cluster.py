@@ -1,0 +1,201 @@
+"""make grade on Dask distributed: a local cluster, or one that is running elsewhere.
+
+``open_cluster(scheduler, jobs, ...)`` gives a distributed Client: with
+``scheduler`` "local", a LocalCluster of ``jobs`` single-threaded worker
+processes on this machine; with an address (``make grade
+SCHEDULER=tcp://host:8786``), the cluster of that scheduler
+(instructor/cluster.md). Either way each worker gets its warm template from
+``GradingWorkerPlugin`` when it starts, and ``grade_with_dask`` sends each
+submission as one task running tools/grading/task.py's ``grade_task``, the
+same function the local pool of tools/grading/run.py runs: bytes in, bytes
+out, merged by the grading process alone.
+
+Faults: the scheduler gives the task of a worker that died to another
+worker; one whose worker died ``distributed.scheduler.allowed-failures + 1``
+times (Dask's default: 3 + 1) raises KilledWorker, and that submission is NOT
+GRADED, saying so. If the scheduler goes away, ``SchedulerGone`` names what
+is left; what was merged stays merged.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import tempfile
+import traceback
+from pathlib import Path
+
+from distributed import Client, LocalCluster, WorkerPlugin, as_completed
+
+from .run import submission_of, unpacked
+
+
+class GradingWorkerPlugin(WorkerPlugin):
+    """A Dask worker plugin: a worker that joins the run gets its folder (in
+    TMPDIR: the worker's local directory is too deep for the kernels' unix
+    sockets, whose paths may not exceed 107 bytes) and starts its warm template at once. The template
+    is started in the thread that runs the worker's tasks (its "default"
+    executor: one thread, as make grade's workers have): bubblewrap stops a
+    sandbox when the thread that started it ends (--die-with-parent), and the
+    plugin's own thread does not last; nor may the worker's event loop wait
+    for the template's imports."""
+
+    name = "course-grading"
+
+    def __init__(self, preload=(), memory_bytes=0):
+        self.preload, self.memory_bytes = tuple(preload), int(memory_bytes)
+
+    def setup(self, worker):
+        from .task import ready_worker
+
+        executor = getattr(worker, "executors", {}).get("default")
+        if executor is not None:
+            executor.submit(ready_worker, self.preload, self.memory_bytes)
+        # (else the first task starts it: grade_task calls ready_worker)
+
+    def teardown(self, worker):
+        from .task import close_worker
+
+        close_worker()
+
+
+def grade_with_dask(client, bundles, layout, staging, todo, finished, sources=None, stop=lambda: False,
+                    window=None):
+    """Grade ``todo`` on the Dask cluster of ``client`` (distributed), each
+    submission a task running tools/grading/task.py's grade_task, as
+    grade_with_pool does locally; return [] (what a worker left undone Dask
+    gives to another worker). A submission whose task killed its worker more
+    often than the scheduler allows (distributed.scheduler.allowed-failures)
+    is NOT GRADED, saying so. If the scheduler goes away, raises
+    SchedulerGone naming what was not graded yet; what was merged stays."""
+    import uuid
+
+    from .task import grade_task
+
+    # Each bundle is a task of its own (its bytes are its recipe: a worker that held it and died costs a
+    # recomputation, never a lost input); every grading task of its assignment depends on it.
+    run = uuid.uuid4().hex[:8]
+    bundle_futures = {a: client.submit(_bundle, bundle, key=f"bundle-{a}-{run}", pure=False)
+                      for a, bundle in bundles.items()}
+    window = window or 2 * max(1, sum(client.nthreads().values()))
+    allowed = allowed_failures(client)
+    waiting = list(todo)
+    futures = {}
+    queue = as_completed()
+
+    def submit_more():
+        while waiting and len(futures) < window:
+            assignment, student = waiting.pop(0)
+            submission = submission_of(layout, assignment, student, (sources or {}).get((assignment, student)))
+            if isinstance(submission, dict):  # refused before grading
+                finished(assignment, student, Path(tempfile.mkdtemp(prefix="submission-", dir=staging)), submission)
+                continue
+            named = re.sub(r"[^\w.-]", "_", student)  # (the dashboard's and the scheduler's name of the task)
+            future = client.submit(grade_task, bundle_futures[assignment], submission, pure=False,
+                                   key=f"grade-{assignment}-{named}-{uuid.uuid4().hex[:12]}")
+            futures[future] = (assignment, student)
+            queue.add(future)
+
+    try:
+        submit_more()
+        while futures:
+            future = next(queue)
+            assignment, student = futures.pop(future)
+            try:
+                result = future.result()
+            except Exception as error:  # noqa: BLE001 - the task failed: a worker it killed, or the cluster
+                if is_killed_worker(error):
+                    result = {"success": False, "log": "", "seconds": 0.0,
+                              "reason": f"its grading worker died each of the {allowed + 1} times it was graded "
+                                        f"(the scheduler's distributed.scheduler.allowed-failures is {allowed})"}
+                elif client.status != "running" or is_comm_error(error):
+                    waiting.insert(0, (assignment, student))
+                    raise SchedulerGone(error, [*futures.values(), *waiting]) from error
+                else:
+                    result = {"success": False, "log": "".join(traceback.format_exception(error)), "seconds": 0.0,
+                              "reason": f"its grading task failed: {type(error).__name__}: {error}"}
+            finished(assignment, student, *unpacked(layout, staging, assignment, student, result))
+            future.release()
+            if stop():
+                for future in futures:
+                    future.cancel()
+                return []
+            submit_more()
+        return []
+    finally:
+        for future in bundle_futures.values():
+            future.release()
+
+
+def _bundle(bundle):
+    return bundle
+
+
+class SchedulerGone(RuntimeError):
+    """The Dask scheduler went away during the run."""
+
+    def __init__(self, error, left):
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.left = left
+
+
+def is_killed_worker(error) -> bool:
+    from distributed.scheduler import KilledWorker
+
+    return isinstance(error, KilledWorker)
+
+
+def is_comm_error(error) -> bool:
+    from distributed.comm.core import CommClosedError
+
+    return isinstance(error, (CommClosedError, OSError, TimeoutError)) or type(error).__name__ in (
+        "CancelledError", "FutureCancelledError")
+
+
+def allowed_failures(client) -> int:
+    """How often the scheduler lets a task's worker die before it gives the task up."""
+    try:
+        return int(client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.allowed_failures))
+    except Exception:  # noqa: BLE001 - (the scheduler's configuration, as this machine would have it)
+        import dask
+
+        return int(dask.config.get("distributed.scheduler.allowed-failures"))
+
+
+def open_cluster(scheduler: str, jobs: int, preload, memory_bytes, out):
+    """(client, cluster or None): a Client of the scheduler at ``scheduler``,
+    or of a new LocalCluster of ``jobs`` single-threaded worker processes if
+    it is "local"; every worker of it runs GradingWorkerPlugin."""
+    cluster = None
+    if scheduler == "local":
+        # No dashboard on a laptop's run (a port of its own would clash with another run's); one thread per
+        # worker: grading is CPU-bound, and a worker's warm template serves one kernel at a time.
+        import dask
+
+        # One submission sent to a worker at a time: a worker's death counts against every task it holds.
+        with dask.config.set({"distributed.scheduler.worker-saturation": 1.0}):
+            cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None,
+                                   scheduler_port=0, silence_logs=logging.ERROR)
+        client = Client(cluster)
+    else:
+        try:
+            client = Client(scheduler, timeout="30s")
+        except (OSError, TimeoutError) as error:
+            raise SystemExit(f"make grade: no Dask scheduler answers at {scheduler} ({error}); start one "
+                             f"(instructor/cluster.md) or run make grade without SCHEDULER=") from None
+    client.register_plugin(GradingWorkerPlugin(preload, memory_bytes))
+    link = getattr(client, "dashboard_link", None) if cluster is None else None
+    workers = len(client.scheduler_info().get("workers", {}))
+    print(f"Dask scheduler {client.scheduler.address}: {workers} worker(s)"
+          + (f"; dashboard {link}" if link else ""), file=out, flush=True)
+    return client, cluster
+
+
+def close_cluster(client, cluster):
+    # (a client whose scheduler went away logs its attempts to reconnect: the run has said so in one line)
+    logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
+    try:
+        client.close()
+    finally:
+        if cluster is not None:
+            cluster.close()
