@@ -78,6 +78,21 @@ def make_grade(root, *extra):
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
+
+def started_by(pid, roots) -> bool:
+    """Whether process ``pid`` descends from one of the processes ``roots`` (read from /proc, parent by parent)."""
+    seen = set()
+    while pid > 1 and pid not in seen:
+        if pid in roots:
+            return True
+        seen.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])  # (the name in parentheses may hold spaces)
+        except (OSError, ValueError, IndexError):
+            return False
+    return False
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     require_sandbox("the Dask grading test")
@@ -90,7 +105,9 @@ def runs(tmp_path_factory):
     port = free_port()
     address = f"tcp://127.0.0.1:{port}"
     programs = [subprocess.Popen([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                  "--dashboard-address", ":0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+                                  "--dashboard-address", ":0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 # as instructor/cluster.md says: a worker holds only the submission it grades
+                                 env={**os.environ, "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION": "1.0"})]
     bwrap = shutil.which("bwrap")
     for _ in range(2):  # the course folder's parent is an empty folder in each worker's namespace
         programs.append(subprocess.Popen(
@@ -112,10 +129,9 @@ def runs(tmp_path_factory):
                        and f"-{REFERENCE_STUDENT}-" not in str(k) for k in keys):
                     try:
                         pid = client.run(os.getpid, workers=[worker])[worker]
-                        with open(f"/proc/{pid}/cmdline", "rb") as f:  # (a worker of this test's, nothing else)
-                            command = f.read()
-                        if b"distributed" not in command and b"dask" not in command:
-                            raise RuntimeError(f"pid {pid} is not a Dask worker: {command[:200]!r}")
+                        if not started_by(pid, {program.pid for program in programs[1:]}):
+                            # (a worker of this test's, nothing else: its nanny, under bubblewrap, started it)
+                            raise RuntimeError(f"pid {pid} is not a process of this test's Dask workers")
                         os.kill(pid, signal.SIGKILL)
                     except Exception as error:  # noqa: BLE001 - that worker is gone already (the poison's): another
                         errors.append(repr(error))

@@ -188,6 +188,16 @@ def open_cluster(scheduler: str, jobs: int, preload, memory_bytes, out):
     workers = len(client.scheduler_info().get("workers", {}))
     print(f"Dask scheduler {client.scheduler.address}: {workers} worker(s)"
           + (f"; dashboard {link}" if link else ""), file=out, flush=True)
+    if cluster is None:
+        try:
+            saturation = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.WORKER_SATURATION)
+        except Exception:  # noqa: BLE001 - (a scheduler of another version: nothing to say)
+            saturation = 1.0
+        if saturation != 1.0:
+            print(f"make grade: WARNING: this scheduler's worker-saturation is {saturation:g}: a worker holds "
+                  f"submissions waiting behind the one it grades, and if a submission kills that worker, Dask counts "
+                  f"the death against them too (an honest submission may end NOT GRADED); start the scheduler with "
+                  f"DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION=1.0 (instructor/cluster.md)", file=out, flush=True)
     return client, cluster
 
 
