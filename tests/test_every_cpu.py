@@ -39,6 +39,11 @@ The switches, and why each is here (measured with torch 2.13.0+cpu and NumPy
   share a reduction. ``course.setup()`` pins PyTorch to one thread, so this
   reaches OpenBLAS and whatever a chapter runs before its set-up cell.
 
+The AVX2-laptop run executes the chapters in the simulated Colab of
+tests/test_launch_buttons_open_what_works.py (each a copy alone in an empty
+folder, with only what Colab has), so that one execution serves both promises:
+its failures of an output count here, its errors, fetch and figures there.
+
 The two runs start in the background as soon as the test session has collected
 its tests and run at low priority while the rest of the suite works, and this
 test (moved to the end of the session) waits for them.
@@ -84,6 +89,10 @@ RUNS = {
     },
 }
 
+# The run that executes the chapters in the simulated Colab (tests/test_launch_buttons_open_what_works.py): Colab's
+# own CPUs are not the switches' business, only which kernels the chapters run on.
+IN_COLAB = "avx2-laptop"
+
 RUNS_FIXTURE = "run"  # the tests that read the runs (tests/plugins/background_runs.py, reads_runs): the test of the kernels' priority starts none
 _started = {}
 # Seconds each run took, and how long the suite waited for it at the end: what
@@ -95,13 +104,14 @@ KERNEL = "course-background"  # this Python's kernel, at low priority (tests/plu
 RUN_TIMEOUT = 1800  # seconds the session waits for a run (and a kernel of it for the CPU to start)
 
 
-def command():
-    """nbval over every chapter (those of COURSE_CHAPTERS under `make check`), strict, as `make test` runs it (with
-    this Python's kernel, at low priority)."""
-    chapters = [str(p.relative_to(ROOT)) for p in chosen_chapters()]
+def command(chapters=None, kernel=KERNEL):
+    """nbval over every chapter (those of COURSE_CHAPTERS under `make check`), or over ``chapters``, strict, as
+    `make test` runs it (with ``kernel``: by default this Python's kernel, at low priority)."""
+    if chapters is None:
+        chapters = [str(p.relative_to(ROOT)) for p in chosen_chapters()]
     return [
         sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-        "--nbval", "--nbval-kernel-name", KERNEL, "--nbval-sanitize-with", "tests/nbval_sanitize.cfg",
+        "--nbval", "--nbval-kernel-name", kernel, "--nbval-sanitize-with", "tests/nbval_sanitize.cfg",
         # (at the lowest priority a kernel may wait for the CPU until the rest of the suite is done: only a hang
         # should time out, within the time the session waits for the run)
         "--nbval-kernel-startup-timeout", str(RUN_TIMEOUT),
@@ -119,16 +129,29 @@ def kernels():
     return LOG_DIR / "jupyter"
 
 
-def start_runs():
-    """Start every run in the background (called once the session has collected this test)."""
-    if _started:
-        return
+def start_runs(only=None):
+    """Start every run (or those named in ``only``) in the background (called once the session has collected this test). The run in IN_COLAB
+    runs in the simulated Colab of tests/test_launch_buttons_open_what_works.py, each chapter alone in an empty
+    folder, and also writes what that module's Colab test judges (tests/plugins/colab_outcome.py): the chapters
+    are executed once for both promises."""
+    from tests import test_launch_buttons_open_what_works as launch
+
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     path = kernels()
     for name, switches in RUNS.items():
+        if name in _started or (only is not None and name not in only):
+            continue
         env = {**os.environ, **switches, "PYTHONHASHSEED": "0",
                "JUPYTER_PATH": os.pathsep.join(filter(None, [str(path), os.environ.get("JUPYTER_PATH")]))}
-        _started[name] = BackgroundRun(command(), log=LOG_DIR / f"{name}.log", env=env)
+        argv = command()
+        if name == IN_COLAB:
+            colab = launch.make_colab_once()
+            env["JUPYTER_PATH"] = str(colab["kernels"].parent)
+            env["COLAB_RESULTS"] = str(colab["results"])
+            env["COLAB_GLUE_RECORDS"] = "1"  # (what course.glue pastes, compared: SHIM there)
+            argv = command([str(p) for p in colab["notebooks"]], kernel="colab")
+            argv[argv.index("--nbval"):argv.index("--nbval")] = ["-p", "tests.plugins.colab_outcome"]
+        _started[name] = BackgroundRun(argv, log=LOG_DIR / f"{name}.log", env=env)
 
 
 def summary(text, limit=6000):

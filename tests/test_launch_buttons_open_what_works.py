@@ -27,7 +27,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.plugins.background_runs import BackgroundRun, background_kernel
+from tests.plugins.background_runs import background_kernel
 from tests.plugins.selection import chosen_chapters
 from tools.paths import BUILD_HTML, CHAPTERS, ROOT
 
@@ -41,9 +41,10 @@ COLAB_HAS = ["torch", "numpy", "matplotlib", "ipykernel"]
 #: What a chapter opened alone must not find (it is not on Colab).
 NOT_ON_COLAB = ["myst_nb", "course", "nbval", "sphinx"]
 RAW = re.compile(r'^RAW = "(?P<url>[^"]+)"$', re.MULTILINE)
-# Seconds the session waits for the run, and a cell or the kernel's start may take: the run is at the lowest
-# priority and may wait for the CPU until the rest of the suite is done, so these only catch a chapter that hangs.
-CELL_TIMEOUT = RUN_TIMEOUT = 1800
+# Seconds the session waits for the run: it is at the lowest priority and may wait for the CPU until the rest of
+# the suite is done, so this only catches a chapter that hangs.
+RUN_TIMEOUT = 1800
+LOG = ROOT / "_build" / "every-cpu"  # the run's log (tests/test_every_cpu.py, LOG_DIR)
 
 
 def first_code_cell(path):
@@ -117,6 +118,7 @@ def top_level_entries(dist):
 
 
 SHIM = '''"""Colab, offline: the notebook's one download, chapters/course.py, comes from the working tree."""
+import os
 import urllib.request
 from pathlib import Path
 
@@ -130,6 +132,46 @@ def urlretrieve(url, filename=None, *args, **kwargs):
 
 
 urllib.request.urlretrieve = urlretrieve
+
+# Only in the run that also checks the chapters' outputs (tests/test_every_cpu.py, IN_COLAB): without MyST-NB,
+# course.glue pastes nothing, so its values could not be compared with the book's. Here course.glue still runs as
+# in Colab (its import of myst_nb fails, and it shows what it is asked to show); a value glued without display is
+# then also written as the record MyST-NB's glue writes (the value's display formats under RECORD), which is what
+# the committed outputs hold. myst_nb stays unimportable.
+if os.environ.get("COLAB_GLUE_RECORDS") == "1":
+    import importlib.machinery
+    import sys
+
+    RECORD = "application/papermill.record/"
+
+    def _recording(glue):
+        def recording_glue(name, value, display=True):
+            glue(name, value, display=display)
+            if not display:
+                from IPython.core.formatters import format_display_data
+                from IPython.display import display as show
+
+                bundle, metadata = format_display_data(value)
+                metadata["scrapbook"] = dict(name=name, mime_prefix=RECORD)
+                show({{RECORD + k: v for k, v in bundle.items()}}, raw=True, metadata=metadata)
+        return recording_glue
+
+    class _CourseFinder(importlib.machinery.PathFinder):
+        @classmethod
+        def find_spec(cls, name, path=None, target=None):
+            if name != "course":
+                return None
+            spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+            if spec is not None and spec.loader is not None:
+                execute = spec.loader.exec_module
+
+                def exec_module(module):
+                    execute(module)
+                    module.glue = _recording(module.glue)
+                spec.loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, _CourseFinder)
 '''
 
 
@@ -163,55 +205,46 @@ def figure_count(notebook):
                for c in notebook.cells if c.cell_type == "code" for o in c.outputs)
 
 
-def run_alone(kernels, path, folder):
-    """Run the chapter at ``path`` top to bottom with the "colab" kernel of ``kernels``, in ``folder`` (empty, as
-    Colab's working folder is but for the notebook); returns what the tests judge, as plain data."""
-    from jupyter_client.kernelspec import KernelSpecManager
-    from jupyter_client.manager import KernelManager
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
-
-    folder.mkdir(parents=True)
-    notebook = nbformat.read(path, as_version=4)
-    for cell in notebook.cells:
-        if cell.cell_type == "code":
-            cell.outputs = []
-    manager = KernelManager(kernel_name="colab", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]))
-    client = NotebookClient(notebook, km=manager, timeout=CELL_TIMEOUT, startup_timeout=CELL_TIMEOUT,
-                            iopub_timeout=CELL_TIMEOUT, raise_on_iopub_timeout=True,  # (an output is never missed)
-                            resources={"metadata": {"path": str(folder)}})
-    try:
-        client.execute()
-        error = None
-    except CellExecutionError as raised:
-        error = str(raised)[-3000:]
-    fetched = (folder / "course.py").is_file() and (folder / "course.py").read_bytes() == (CHAPTERS / "course.py").read_bytes()
-    return {"error": error, "fetched": fetched, "figures": figure_count(notebook)}
-
-
-# The chapters run as in Colab in a program of their own, started in the background once the session has collected
-# this module (tests/plugins/background_runs.py, IN_BACKGROUND), at low priority, one chapter after another; its tests run last.
+# The chapters run as in Colab in the background, once the session has collected this module
+# (tests/plugins/background_runs.py, IN_BACKGROUND), at low priority, one chapter after another: it is the run of
+# tests/test_every_cpu.py on the AVX2-laptop switches (IN_COLAB there), which compares every output with the
+# committed one as well, and writes what the tests here judge (tests/plugins/colab_outcome.py); its tests run last.
 COLAB_DIR = ROOT / "_build" / "colab"
 RUNS_FIXTURE = "colab"  # the tests that read the run (tests/plugins/background_runs.py, reads_runs): the others start none
-_started = {}
+_colab = {}
+
+
+def make_colab_once():
+    """The simulated Colab under COLAB_DIR, made once per session, with a copy of each chosen chapter alone in an
+    empty folder (as Colab's working folder is but for the notebook)."""
+    if not _colab:
+        shutil.rmtree(COLAB_DIR, ignore_errors=True)
+        COLAB_DIR.mkdir(parents=True)
+        colab = make_colab(COLAB_DIR)
+        colab["results"], colab["notebooks"] = COLAB_DIR / "results", []
+        for chapter in chosen_chapters():
+            folder = COLAB_DIR / "content" / chapter.stem
+            folder.mkdir(parents=True)
+            shutil.copyfile(chapter, folder / chapter.name)
+            colab["notebooks"].append(folder / chapter.name)
+        _colab.update(colab)
+    return _colab
 
 
 def start_runs():
-    if _started:
-        return
-    shutil.rmtree(COLAB_DIR, ignore_errors=True)
-    COLAB_DIR.mkdir(parents=True)
-    _started["colab"] = make_colab(COLAB_DIR)
-    _started["run"] = BackgroundRun([sys.executable, "-m", "tests.test_launch_buttons_open_what_works", COLAB_DIR],
-                                    log=COLAB_DIR / "run.log")
+    from tests import test_every_cpu
+
+    test_every_cpu.start_runs(only=(test_every_cpu.IN_COLAB,))
 
 
 @pytest.fixture(scope="session")
 def colab():
-    """The simulated Colab, and the chapters' runs in it (waited for)."""
+    """The simulated Colab, and the chapters' run in it (waited for)."""
+    from tests import test_every_cpu
+
     start_runs()  # when this module is run on its own
-    _started["run"].wait(timeout=RUN_TIMEOUT)
-    return _started["colab"]
+    test_every_cpu._started[test_every_cpu.IN_COLAB].wait(timeout=RUN_TIMEOUT)
+    return _colab
 
 
 def test_the_colab_environment_has_only_what_colab_has(colab):
@@ -224,7 +257,7 @@ def test_the_colab_environment_has_only_what_colab_has(colab):
 @pytest.mark.parametrize("path", CHAPTER_FILES, ids=lambda p: p.stem)
 def test_chapter_runs_alone_as_in_colab(colab, path):
     result_file = COLAB_DIR / "results" / f"{path.stem}.json"
-    assert result_file.is_file(), f"{path.name} was not run as in Colab: {(COLAB_DIR / 'run.log').read_text()[-3000:]}"
+    assert result_file.is_file(), f"{path.name} was not run as in Colab: {(LOG / 'avx2-laptop.log').read_text()[-3000:]}"
     result = json.loads(result_file.read_text())
     if result["error"] is not None:
         pytest.fail(f"{path.name}, opened alone as in Colab, stops with an error:\n{result['error']}")
@@ -280,10 +313,3 @@ def test_built_pages_link_to_no_placeholder_host(book):
     placeholders = [str(p.relative_to(BUILD_HTML)) for p in pages if link.search(p.read_text())]
     assert not placeholders, f"pages link to a placeholder host: {placeholders[:5]}"
 
-
-if __name__ == "__main__":  # start_runs(): every chapter, one after another, in the simulated Colab under argv[1]
-    root = Path(sys.argv[1])
-    (root / "results").mkdir(exist_ok=True)
-    for chapter in chosen_chapters():
-        outcome = run_alone(root / "kernels", chapter, root / "content" / chapter.stem)
-        (root / "results" / f"{chapter.stem}.json").write_text(json.dumps(outcome))
