@@ -4,11 +4,12 @@ The synthetic class of test_report_shows_what_the_class_missed.py is graded on t
 and each student does about as well on every assignment: it never shows a late submission, one NOT GRADED, a
 falling grade or a missing one. Here a course folder is written by hand in ``tmp_path`` (an nbgrader gradebook,
 integrity.csv and causes.csv, as `make grade` leaves them), so that each flag of instructor/report.md is met at
-its edge, and the ones that must stay silent are seen silent. No grading runs: these tests take well under a
-CPU-second.
+its edge, and the ones that must stay silent are seen silent. No grading runs; the usual class's gradebook is
+written once and copied.
 """
 
 import csv
+import shutil
 from datetime import datetime, timedelta
 
 import pytest
@@ -46,10 +47,25 @@ def write_rows(path, columns, rows):
 
 def graded_course(root, submissions=SUBMISSIONS, integrity=(), causes=()):
     """A course folder as `make grade` leaves it: its gradebook, integrity.csv and causes.csv."""
+    (root / "nbgrader_config.py").write_text("c = get_config()\n")
+    if submissions is SUBMISSIONS and USUAL_GRADEBOOK:
+        shutil.copyfile(USUAL_GRADEBOOK[0], root / "gradebook.db")
+    else:
+        write_gradebook(root / "gradebook.db", submissions)
+        if submissions is SUBMISSIONS:
+            USUAL_GRADEBOOK.append(root / "gradebook.db")
+    write_rows(root / CSV_NAME, CSV_COLUMNS, integrity)
+    write_rows(root / CAUSES_CSV, CAUSES_COLUMNS, causes)
+    return root
+
+
+USUAL_GRADEBOOK = []  # the gradebook of SUBMISSIONS, once written
+
+
+def write_gradebook(path, submissions):
     from nbgrader.api import Gradebook
 
-    (root / "nbgrader_config.py").write_text("c = get_config()\n")
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+    with Gradebook(f"sqlite:///{path}") as gb:
         for student in STUDENTS:
             gb.add_student(student)
         for assignment, tasks in TASKS.items():
@@ -64,9 +80,6 @@ def graded_course(root, submissions=SUBMISSIONS, integrity=(), causes=()):
                 grade = gb.find_grade(task, assignment, assignment, student)
                 grade.auto_score = float(score)
             gb.db.commit()
-    write_rows(root / CSV_NAME, CSV_COLUMNS, integrity)
-    write_rows(root / CAUSES_CSV, CAUSES_COLUMNS, causes)
-    return root
 
 
 def by_name(reports):
