@@ -12,7 +12,43 @@ the likely cause, never the expected numbers.
 
 import numpy as np
 
-from tools.verification.probes import as_float_array, close_numpy, expect
+from tools.verification.probes import as_float_array, close_numpy, diagnosis, expect
+
+# The likely mistakes these checks name, by code: what the mistake is, and the chapter section that teaches it
+# (the instructor's report, instructor/report.md). The codes every check may report are in probes.GENERAL_CAUSES.
+CAUSES = {
+    "scores_transposed": ("the score matrix written as K Q^T: row i holds key i against every query",
+                          "ch01_attention_by_hand: Two layouts: worksheets and PyTorch"),
+    "score_slip": ("one or two dot products of the hand-computed scores miscomputed",
+                   "ch01_attention_by_hand: Step 2: scores are dot products"),
+    "scores_of_other_inputs": ("most hand-computed scores wrong: the scores of other queries and keys "
+                               "(chapter 1's sentence, for one) than this exercise's",
+                               "ch01_attention_by_hand: Step 1: queries, keys and values"),
+    "rows_swapped": ("the scaled and the unscaled row of weights in each other's place",
+                     "ch01_attention_by_hand: Step 3: scaling by √dₖ"),
+    "pencil_shortcuts": ("weights worked with the pencil shortcuts (3 for e, ⌊S/2⌋), too coarse here",
+                         "ch01_attention_by_hand: Pencil-and-paper shortcuts, and what they cost"),
+    "d_k_for_sqrt": ("d_k used where the scaling is by its square root √d_k",
+                     "ch01_attention_by_hand: Step 3: scaling by √dₖ"),
+    "key_column": ("the column of a key (every query's score for it) taken for the row of a query",
+                   "ch01_attention_by_hand: Step 4: softmax turns scores into weights"),
+    "modifies_input": ("changes the weights it was given in place",
+                       "ch01_attention_by_hand: Step 4: softmax turns scores into weights"),
+    "overflow": ("works through ratios or powers of weights, which leave float64's range where a logarithm "
+                 "of each weight would not", "ch03_scaling: What large scores do to the softmax"),
+    "scaling_not_undone": ("the gaps of the scaled scores: the division by √d_k not undone",
+                           "ch01_attention_by_hand: Step 3: scaling by √dₖ"),
+    "scaled_twice": ("divides by √d_k again instead of multiplying by it",
+                     "ch01_attention_by_hand: Step 3: scaling by √dₖ"),
+    "log10": ("base-10 logarithms of weights the softmax made with e^x",
+              "ch01_attention_by_hand: Step 4: softmax turns scores into weights"),
+    "gaps_from_max": ("gaps measured from each row's largest score instead of its first key",
+                      "ch01_attention_by_hand: Step 4: softmax turns scores into weights"),
+    "no_keepdims": ("a row's first weight taken without keeping it a column, so it divides across columns",
+                    "ch01_attention_by_hand: Step 4: softmax turns scores into weights"),
+    "rounded": ("results rounded to a few decimals, as if every score had no more",
+                "ch01_attention_by_hand: Step 4: softmax turns scores into weights"),
+}
 
 
 def reference_softmax(S):
@@ -34,11 +70,13 @@ def test_scores_by_hand(p):
         got = as_float_array(r.value(h, "scores_by_hand"), "scores_by_hand")
         expect_shape("scores_by_hand", got, (4, 4))
         expect(not np.array_equal(got, reference.T),
-               "scores_by_hand is transposed: row i must hold query i against every key (S = Q K^T).")
+               "scores_by_hand is transposed: row i must hold query i against every key (S = Q K^T).",
+               cause="scores_transposed")
         wrong = [(i, j) for i in range(4) for j in range(4) if got[i, j] != reference[i, j]]
         expect(not wrong, f"{len(wrong)} of 16 entries of scores_by_hand differ from the correct scores, at "
                           f"(row, column) {wrong}. Recompute those dot products q_i . k_j, from the queries and "
-                          "keys of this exercise's X.")
+                          "keys of this exercise's X.",
+               cause="score_slip" if len(wrong) <= 2 else "scores_of_other_inputs")
 
     return judge
 
@@ -51,11 +89,13 @@ def test_weights_by_hand(p):
     reference = np.stack([reference_softmax(row), reference_softmax(row / np.sqrt(d_k))])   # (2, 4)
     # What the usual slips give, to name the likely cause.
     slips = {
-        "the row computed with the chapter's shortcuts (3 for e, or ⌊S/2⌋): they are not accurate enough here":
+        ("pencil_shortcuts",
+         "the row computed with the chapter's shortcuts (3 for e, or ⌊S/2⌋): they are not accurate enough here"):
             [reference_softmax(np.floor(row / 2) * np.log(3)), reference_softmax(row / 2 * np.log(3)),
              reference_softmax(np.floor(row / 2))],
-        "scores divided by d_k = 3 rather than by its square root": [reference_softmax(row / d_k)],
-        "the column of key “soup” (the scores every query gives it) rather than the row of query “soup”":
+        ("d_k_for_sqrt", "scores divided by d_k = 3 rather than by its square root"): [reference_softmax(row / d_k)],
+        ("key_column",
+         "the column of key “soup” (the scores every query gives it) rather than the row of query “soup”"):
             [reference_softmax(S[:, 3]), reference_softmax(S[:, 3] / np.sqrt(d_k))],
     }
     h = p.get("weights_by_hand")
@@ -65,12 +105,13 @@ def test_weights_by_hand(p):
         expect_shape("weights_by_hand", got, (2, 4))
         expect(np.all(np.isfinite(got)), "weights_by_hand contains inf or NaN.")
         expect(not np.allclose(got, reference[::-1], atol=0.002),
-               "The two rows of weights_by_hand are swapped: row 0 is the one without scaling, row 1 the one with.")
+               "The two rows of weights_by_hand are swapped: row 0 is the one without scaling, row 1 the one with.",
+               cause="rows_swapped")
         for i, label in enumerate(["without scaling", "with scaling"]):
             off = np.abs(got[i] - reference[i])
             if np.all(off <= 0.002):
                 continue
-            cause = next((f" They look like {text}." for text, rows in slips.items()
+            cause = next((diagnosis(code, f" They look like {text}.") for (code, text), rows in slips.items()
                           if any(np.allclose(got[i], w, atol=0.002) for w in rows)), "")
             expect(False, f"Row {i} of weights_by_hand ({label}) is off by more than 0.002 at keys "
                           f"{[int(j) for j in np.flatnonzero(off > 0.002)]} (largest difference {off.max():.3f})."
@@ -129,23 +170,36 @@ def test_score_gaps(p):
         for (S, d_k, A, label), h in zip(cases, handles):
             G = as_float_array(r.value(h, f"score_gaps on {label}"), "score_gaps")
             expect(np.array_equal(as_float_array(r.after(h, 0), "A after score_gaps(A, d_k)"), A),
-                   f"score_gaps changed the weights it was given ({label}): work on a new array.")
+                   f"score_gaps changed the weights it was given ({label}): work on a new array.",
+                   cause="modifies_input")
             expect_shape(f"score_gaps on {label}", G, A.shape)
             expect(np.all(np.isfinite(G)), f"score_gaps gave inf or NaN on {label}. Every weight is positive, so "
                                            "its logarithm is finite: take the logarithm of each weight, not of a "
                                            "ratio of weights (which overflows when one weight is below about "
-                                           "1e-308), a difference or an exponential.")
+                                           "1e-308), a difference or an exponential.",
+                   cause="overflow")
             wanted = S - S[:, :1]
             causes = {
-                np.sqrt(d_k): "Did you multiply by d_k instead of its square root?",
-                1 / np.sqrt(d_k): "These are the gaps of the scaled scores: undo the scaling, multiply by √d_k.",
-                1 / d_k: "Did you divide by √d_k instead of multiplying?",
-                1 / (np.sqrt(d_k) * np.log(10)): "Did you take np.log10? The softmax's exponential is e^x.",
+                np.sqrt(d_k): ("d_k_for_sqrt", "Did you multiply by d_k instead of its square root?"),
+                1 / np.sqrt(d_k): ("scaling_not_undone",
+                                   "These are the gaps of the scaled scores: undo the scaling, multiply by √d_k."),
+                1 / d_k: ("scaled_twice", "Did you divide by √d_k instead of multiplying?"),
+                1 / np.log(10): ("log10", "Did you take np.log10? The softmax's exponential is e^x."),
             }
             cause = "" if d_k == 1 else next(
-                (text for f, text in causes.items() if np.allclose(G, wanted * f, atol=1e-6)), "")
+                (diagnosis(*named) for f, named in causes.items() if np.allclose(G, wanted * f, atol=1e-6)), "")
             if not cause and np.allclose(G, S - S.max(axis=1, keepdims=True), atol=1e-6):
-                cause = "The gaps are measured from each row's largest score; measure them from the row's first key."
+                cause = diagnosis("gaps_from_max", "The gaps are measured from each row's largest score; measure "
+                                                   "them from the row's first key.")
+            if not cause and A.shape[0] == A.shape[1] and A.shape[0] > 1:
+                with np.errstate(all="ignore"):
+                    across = np.log(A / A[:, 0]) * np.sqrt(d_k)   # row j's first weight divides column j
+                if np.allclose(G, across, atol=1e-6):
+                    cause = diagnosis("no_keepdims", "Each row's first weight must divide its own row: keep it a "
+                                                     "column (keepdims=True, or A[:, :1]).")
+            if (not cause and np.allclose(G, np.round(wanted, 3), rtol=0, atol=1e-9)
+                    and not np.allclose(G, wanted, rtol=0, atol=1e-9)):
+                cause = diagnosis("rounded", "Are the gaps rounded? Scores may have more decimals than the examples'.")
             close_numpy(G, wanted, rtol=1e-7, atol=1e-7 * max(1.0, float(np.abs(wanted).max())),
                         what="score_gaps(A, d_k)", on=label, cause=cause)
 

@@ -44,6 +44,9 @@ CAUSES = {
                         "ch04_softmax_masking: Causal masks"),
     "mask_window_edge": ("a window mask that keeps a key just past the window and the sinks (the window one too "
                          "wide, or one sink too many)", "ch04_softmax_masking: Causal masks"),
+    "mask_window_too_wide": ("a window mask one key too wide: it keeps the key a whole window back from the query",
+                             "ch04_softmax_masking: Causal masks"),
+    "mask_sink_too_many": ("a window mask that keeps one sink too many", "ch04_softmax_masking: Causal masks"),
     "prefix_hidden": ("a prefix-LM mask that hides part of the prompt, or shows the continuation",
                       "ch04_softmax_masking: Causal masks"),
     "empty_sequences": ("fails on empty sequences",
@@ -340,7 +343,23 @@ def reference_sink_window(n, window, sinks):
     return (k <= q) & ((q - k < window) | (k < sinks))
 
 
-def sink_explainer(n, window, sinks):
+def kept_too_many(got, reference):
+    """The (query, key) cells ``got`` keeps and ``reference`` hides, if ``got`` is a boolean mask of its shape."""
+    if not isinstance(got, torch.Tensor) or got.dtype != torch.bool or got.shape != reference.shape:
+        return []
+    return (got & ~reference).nonzero().tolist()
+
+
+def sink_explainer(n, window, sinks, kept=()):
+    """``kept``: every cell the mask keeps but should hide, to tell a window one too wide from one sink too many."""
+
+    def edge_cause():
+        too_wide = bool(kept) and all(i - j == window for i, j in kept)
+        one_sink = bool(kept) and all(j == sinks for i, j in kept)
+        if too_wide != one_sink:  # (one cell alone can be both)
+            return "mask_window_too_wide" if too_wide else "mask_sink_too_many"
+        return "mask_window_edge"
+
     def explain(i, j):
         if j > i:
             return diagnosis("mask_reads_ahead", f"key {j} comes after query {i}: not even a sink may be read ahead")
@@ -350,7 +369,7 @@ def sink_explainer(n, window, sinks):
         if j < sinks:
             return diagnosis("mask_sink_missing",
                              f"key {j} is one of the first {sinks} tokens, a sink that every later query keeps")
-        return diagnosis("mask_window_edge" if i - j == window or j == sinks else "other",
+        return diagnosis(edge_cause() if i - j == window or j == sinks else "other",
                          f"key {j} is {i - j} positions back from query {i}, outside its window of {window}, and "
                          "not a sink")
 
@@ -371,7 +390,9 @@ def test_sink_window_mask(p):
 
     def judge(r):
         for t, h in cases:
-            expect_mask(r, h, reference_sink_window(*t), f"sink_window_mask{t}", sink_explainer(*t))
+            reference = reference_sink_window(*t)
+            kept = kept_too_many(r.tensor(h, f"sink_window_mask{t}"), reference)
+            expect_mask(r, h, reference, f"sink_window_mask{t}", sink_explainer(*t, kept=kept))
         for t, word, h in errors:
             expect_value_error(r, h, f"sink_window_mask{t}", mentions=[word],
                                hint="window must be at least 1 and sinks at least 0.")

@@ -127,6 +127,10 @@ CAUSES = {
     "mask_before_scale": ("a float mask added before the division by sqrt(E)",
                           "ch03_scaling: Scaled attention, checked against PyTorch"),
     "nan_zeroed": ("zeros where nn.MultiheadAttention returns NaN", "ch06_multi_head: The same layer as `nn.MultiheadAttention`"),
+    "in_proj_bias_ignored": ("the projections made without in_proj_bias",
+                             "ch06_multi_head: The same layer as `nn.MultiheadAttention`"),
+    "value_projected_after_weighting": ("W_v applied to the weighted context, which gives an all-padding context the "
+                                        "value bias instead of zeros", "ch05_single_head: With or without bias"),
 }
 
 
@@ -308,9 +312,17 @@ def test_cross_attention(p):
                 close(got_w, ref_w, atol=1e-5, rtol=1e-5, what=f"{label}'s weight matrix", on=what,
                       cause=lambda: cross_cause(got_w, held, x_, context_, pad, d_query, d_context)
                       + " (tolerance atol=rtol=1e-5)")
+                # W_v applied after the weighting: right wherever a row of weights sums to 1, the bias elsewhere.
+                try:
+                    after = F.linear(ref_w @ context_, held["W_v.weight"], held.get("W_v.bias"))
+                except RuntimeError:  # (a held W_v of another width: the layer checks above name it)
+                    after = None
+                late_v = (after is not None and got_out.shape == after.shape and got_out.dtype == after.dtype
+                          and bool(torch.allclose(got_out, after, atol=1e-5, rtol=1e-5)))
                 close_torch(got_out, ref_out, atol=1e-5, rtol=1e-5, what=f"{label}'s out", on=what,
                             cause="out is the weights times the values W_v(context); a context that is all padding "
-                                  "gives zeros, not the value bias (tolerance atol=rtol=1e-5).")
+                                  "gives zeros, not the value bias (tolerance atol=rtol=1e-5).",
+                            code="value_projected_after_weighting" if late_v else None)
             for what, shape, width, h in bad:
                 expect_value_error(r, h, f"{label} given {what}", shapes=(shape,), alone=(width,),
                                    hint="Check the widths of x and of the context, and that they are batched alike, before you project them.")
@@ -334,12 +346,12 @@ def torch_reference(query, key, value, stored, attn_mask=None, key_padding_mask=
 
 
 def torch_variant(query, key, value, stored, attn_mask=None, key_padding_mask=None, transposed=False,
-                  course_masks=False, mask_before_scale=False, zero_empty=False):
+                  course_masks=False, mask_before_scale=False, zero_empty=False, no_bias=False):
     """The single head with one of the usual slips, for naming a likely cause."""
     in_w, in_b, out_w, out_b = stored
     E = query.shape[-1]
     ws = in_w.chunk(3)
-    bs = (None, None, None) if in_b is None else in_b.chunk(3)
+    bs = (None, None, None) if in_b is None or no_bias else in_b.chunk(3)
     if transposed:
         ws = [w.T for w in ws]
     q, k, v = (F.linear(t.transpose(0, 1), w, b) for t, w, b in zip((query, key, value), ws, bs))
@@ -372,6 +384,8 @@ def torch_cause(got, *args, **masks):
          dict(mask_before_scale=True)),
         ("nan_zeroed", "They are zeros where nn.MultiheadAttention returns NaN, for a query with no key it may attend to: that is "
          "the course's choice, not this layer's.", dict(zero_empty=True)),
+        ("in_proj_bias_ignored", "They match projections without in_proj_bias: each projection adds its third of it.",
+         dict(no_bias=True)),
     ]
     for code, text, slip in candidates:
         if matches(got, torch_variant(*args, **masks, **slip)):

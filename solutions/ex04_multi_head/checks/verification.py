@@ -113,6 +113,10 @@ CAUSES = {
     "scaled_by_embed_dim": ("scores divided by sqrt(embed_dim) instead of the head width",
                             "ch06_multi_head: Attention in every head at once"),
     "padding_inverted": ("the padding mask read the wrong way round", "ch04_softmax_masking: PyTorch's two boolean conventions"),
+    "heads_summed": ("the default weights summed over the heads instead of averaged",
+                     "ch06_multi_head: The same layer as `nn.MultiheadAttention`"),
+    "need_weights_ignored": ("weights returned with need_weights=False, where the layer returns None",
+                             "ch06_multi_head: The same layer as `nn.MultiheadAttention`"),
     "heads_cut_wrong": ("heads cut with a reshape straight to (B, H, T, d)", "ch06_multi_head: Splitting the width into heads"),
 }
 
@@ -202,7 +206,8 @@ def test_parameters(p):
                        f"{describe(got) if got != '(missing)' else 'missing'}.")
         for label, (E, H), h in h_errors:
             error = r.raised(h)
-            expect(error is not None, f"{label} should raise ValueError ({E} is not divisible by {H}), but it was built.")
+            expect(error is not None, f"{label} should raise ValueError ({E} is not divisible by {H}), but it was built.",
+                   cause="no_validation")
             expect(error.is_a("ValueError"), f"{label} should raise ValueError, but it raised {error.type}: "
                                              f"{error.message[:200]}")
             expect(number_named(error.message, E) and number_named(error.message, H),
@@ -308,7 +313,8 @@ def test_averaged(p):
                    f"{label} returned NaN on {on}. A sequence whose keys are all padding should get zero weights "
                    "(torch.where selects; multiplying by 0 would keep the NaN).")
             close(w, ref_w, atol=1e-5, rtol=1e-5, what=f"The averaged weight matrix of {label}", on=on,
-                  cause=lambda: ("They match the heads' weights summed: average them (the mean over the head axis)."
+                  cause=lambda: (diagnosis("heads_summed", "They match the heads' weights summed: average them "
+                                                           "(the mean over the head axis).")
                                  if bool(torch.allclose(w, ref_w * int(label.split(", ")[1].rstrip(")")), atol=1e-4))
                                  else "They are the mean over the head axis of the per-head weights; where those are off "
                                       "too (section 2's test), the cause is in the heads: the projections, the scale or "
@@ -319,7 +325,8 @@ def test_averaged(p):
             expect(isinstance(result, (tuple, list)) and len(result) == 2 and result[1] is None,
                    f"With need_weights=False, {label} should return a pair (out, None); it returned "
                    f"{describe(result)}" + ("" if not isinstance(result, (tuple, list)) or len(result) != 2 else
-                                            f" whose second item is {describe(result[1])}") + ".")
+                                            f" whose second item is {describe(result[1])}") + ".",
+                   cause="need_weights_ignored" if isinstance(result, (tuple, list)) and len(result) == 2 else None)
             close_torch(as_tensor(result[0], "out with need_weights=False"), ref_out, atol=1e-5, rtol=1e-5,
                         what=f"out of {label} with need_weights=False", on=on)
 

@@ -145,6 +145,8 @@ CAUSES = {
     "flash_not_causal": ("no causal mask", "ch04_softmax_masking: Causal masks"),
     "flash_tile_positions": ("positions inside the tile compared instead of positions in the sequence", TILES),
     "flash_padding_columns": ("the wrong columns of the padding mask used in a tile", TILES),
+    "flash_padding_inverted": ("True in the padding mask read as “may attend”, the convention of a boolean attn_mask",
+                               "ch04_softmax_masking: PyTorch's two boolean conventions"),
 }
 
 
@@ -346,6 +348,9 @@ def padded_cause(got, q, k, v, pad, block, causal, plain):
     result without causal."""
     tol = TOL[q.dtype]
     has_key = padded_reference(q, k, v, pad, causal).abs().sum(dim=-1) > 0  # (B, H, Tq): queries with a key
+    if bool(pad.any()) and same(got, padded_reference(q, k, v, ~pad, causal), tol):
+        return diagnosis("flash_padding_inverted", "It matches attention with the padding mask inverted: in "
+                         "key_padding_mask, True marks a padding key, one that no query may attend to.")
     if torch.isnan(got).any():
         if torch.isnan(got[~has_key]).any():
             return (diagnosis("flash_nan_no_keys", "It is NaN for queries that have no key at all: their output should be zeros. Divide by the "

@@ -1,5 +1,5 @@
 # Rebuilds the gaps from ratios of weights raised to a power, exp-style: (A_ij / A_i0) ** sqrt(d_k) overflows to inf for scores hundreds apart.
-# cause: other
+# cause: overflow
 # %% cell: score_gaps
 def score_gaps(A, d_k):
     A = np.asarray(A, dtype=float)

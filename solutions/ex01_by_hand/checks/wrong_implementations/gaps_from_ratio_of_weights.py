@@ -1,5 +1,5 @@
 # Takes the logarithm of each weight's ratio to the row's first weight, A / A[:, :1]: when the first weight is below about 1e-308 and another near 1, the ratio overflows to inf.
-# cause: other
+# cause: overflow
 # %% cell: score_gaps
 def score_gaps(A, d_k):
     A = np.asarray(A, dtype=float)

@@ -1,5 +1,5 @@
 # Rounds the recovered gaps to three decimals to clean away rounding noise, as if every score had at most three decimals.
-# cause: other
+# cause: rounded
 # %% patch: score_gaps
 -    return np.sqrt(d_k) * (log_weights - log_weights[:, :1])
 +    return np.round(np.sqrt(d_k) * (log_weights - log_weights[:, :1]), 3)

@@ -1,5 +1,5 @@
 # Divides the scores by d_k = 3 instead of its square root: flatter, in the right order, so no visible test can tell without the answer.
-# cause: other
+# cause: d_k_for_sqrt
 # %% cell: weights_by_hand
 weights_by_hand = np.array([
     [0.013, 0.696, 0.035, 0.256],

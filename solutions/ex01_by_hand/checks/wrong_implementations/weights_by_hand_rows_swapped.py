@@ -1,6 +1,6 @@
 # Puts the scaled row first and the unscaled row second.
 # caught by a visible test
-# cause: other
+# cause: rows_swapped
 # %% cell: weights_by_hand
 weights_by_hand = np.array([
     [0.054, 0.544, 0.096, 0.306],

@@ -1,6 +1,6 @@
 # The formula solved for the distance in float64 and rounded up, without asking T5's rule: off by one where T5's float32 fraction truncates to the other side of a whole number, and no -1 for skipped buckets.
 # caught by a visible test
-# cause: bucket_skipped
+# cause: bucket_solved_in_float64
 # %% patch: t5_bucket_starts
 -    lo = torch.full_like(target, e)                                # bisection: the first a whose bucket >= target
 -    hi = torch.full_like(target, max_distance)                     # max_distance is in the last bucket, n - 1
