@@ -7,6 +7,7 @@
 - ``background_runs``: the programs test modules run beside the suite (``BackgroundRun``, ``background_kernel``);
 - ``order``: the tests that read those runs last, and those marked run_alone after everything;
 - ``summary``: what the session prints at its end;
+- ``chromium``: one browser for the session's browser tests (``chromium``);
 - ``cpu_seconds``: the CPU-seconds of every process the session started, and its wall time, in the summary.
 
 A plugin of another job goes into tests/plugins/ and into this list."""
@@ -25,6 +26,7 @@ pytest_plugins = [
     "tests.plugins.order",
     "tests.plugins.summary",
     "tests.plugins.cpu_seconds",
+    "tests.plugins.chromium",
 ]
 
 # The helpers test modules import, where they were before the split (a module may import them from here or from

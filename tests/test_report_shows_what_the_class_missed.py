@@ -219,47 +219,36 @@ LAYOUT = """() => {
 }""" % (SMALLEST_TEXT_PX, SMALLEST_TEXT_PX)
 
 
-def test_the_pages_work_offline_at_laptop_and_phone_width(report):
-    from tests.test_site_works_offline_in_a_browser import browser_missing
-    from tools.site.browser import launch, offline_context, serve
-
-    reason = browser_missing()
-    if reason:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true and {reason}")
-        pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
+def test_the_pages_work_offline_at_laptop_and_phone_width(report, chromium):
+    from tools.site.browser import offline_context, serve
 
     folder, _ = report
     shots = os.environ.get("REPORT_SHOTS")
     problems = []
-    with serve(folder) as base, sync_playwright() as playwright:
-        browser = launch(playwright)
-        try:
-            for label, viewport in WIDTHS.items():
-                blocked, errors, failed = [], [], []
-                context = offline_context(browser, base, blocked, viewport=viewport)
-                page = context.new_page()
-                page.on("console", lambda m: m.type == "error" and errors.append(m.text))
-                page.on("pageerror", lambda e: errors.append(str(e)))
-                page.on("response", lambda r: r.status >= 400 and failed.append(f"{r.url} {r.status}"))
-                page.on("requestfailed", lambda r: r.url.startswith(base) and failed.append(r.url))
-                for path in sorted(folder.glob("*.html")):
-                    page.goto(base + path.name, wait_until="load")
-                    layout = page.evaluate(LAYOUT)
-                    if layout["width"] > layout["screen"] + 1 or layout["out"]:
-                        problems.append(f"{path.name} at {label} width: wider than the screen "
-                                        f"({layout['width']} > {layout['screen']}): {layout['out'][:3]}")
-                    if layout["small"]:
-                        problems.append(f"{path.name} at {label} width: text under {SMALLEST_TEXT_PX} px: "
-                                        f"{layout['small'][:3]}")
-                    if shots:
-                        Path(shots).mkdir(parents=True, exist_ok=True)
-                        page.screenshot(path=str(Path(shots) / f"{path.stem}-{viewport['width']}.png"), full_page=True)
-                context.close()
-                problems += [f"at {label} width, a request to another host: {url}" for url in blocked]
-                problems += [f"at {label} width, a console error: {e}" for e in errors]
-                problems += [f"at {label} width, a failed request: {r}" for r in failed]
-        finally:
-            browser.close()
+    browser = chromium  # (the session's browser: tests/plugins/chromium.py)
+    with serve(folder) as base:
+        for label, viewport in WIDTHS.items():
+            blocked, errors, failed = [], [], []
+            context = offline_context(browser, base, blocked, viewport=viewport)
+            page = context.new_page()
+            page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("response", lambda r: r.status >= 400 and failed.append(f"{r.url} {r.status}"))
+            page.on("requestfailed", lambda r: r.url.startswith(base) and failed.append(r.url))
+            for path in sorted(folder.glob("*.html")):
+                page.goto(base + path.name, wait_until="load")
+                layout = page.evaluate(LAYOUT)
+                if layout["width"] > layout["screen"] + 1 or layout["out"]:
+                    problems.append(f"{path.name} at {label} width: wider than the screen "
+                                    f"({layout['width']} > {layout['screen']}): {layout['out'][:3]}")
+                if layout["small"]:
+                    problems.append(f"{path.name} at {label} width: text under {SMALLEST_TEXT_PX} px: "
+                                    f"{layout['small'][:3]}")
+                if shots:
+                    Path(shots).mkdir(parents=True, exist_ok=True)
+                    page.screenshot(path=str(Path(shots) / f"{path.stem}-{viewport['width']}.png"), full_page=True)
+            context.close()
+            problems += [f"at {label} width, a request to another host: {url}" for url in blocked]
+            problems += [f"at {label} width, a console error: {e}" for e in errors]
+            problems += [f"at {label} width, a failed request: {r}" for r in failed]
     assert not problems, "\n".join(problems)

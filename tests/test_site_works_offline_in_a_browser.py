@@ -55,7 +55,8 @@ import yaml
 
 from tools.site.figure_sizes import legibility
 from tools.paths import EXERCISES, ROOT
-from tools.site.browser import CHROMIUM, HOW_TO_GET_CHROMIUM, launch, offline_context, serve, toc_pages
+from tests.plugins.chromium import browser_missing  # noqa: F401  (where it was, for other modules)
+from tools.site.browser import offline_context, serve, toc_pages
 
 sys.path.insert(0, str(ROOT / "chapters"))
 from course import MIN_CONTRAST, SMALL_PRINT_PX  # noqa: E402  (the figures' promises, stated once)
@@ -272,17 +273,6 @@ class Visit:
     broken_heading_words: list = field(default_factory=list)
 
 
-def browser_missing():
-    """Why the browser tests cannot run here, or None."""
-    if not CHROMIUM.exists():
-        return HOW_TO_GET_CHROMIUM
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "Playwright for Python is missing: run `make venv` (requirements.txt pins it)"
-    return None
-
-
 @pytest.fixture(scope="session")
 def site(book):
     """Base URL (http://127.0.0.1:<port>/) of the built site."""
@@ -291,18 +281,9 @@ def site(book):
 
 
 @pytest.fixture(scope="session")
-def browser(site):
-    reason = browser_missing()
-    if reason:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true and {reason}")
-        pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = launch(playwright)
-        yield browser
-        browser.close()
+def browser(site, chromium):
+    """The session's Chromium (tests/plugins/chromium.py), once the site is served."""
+    return chromium
 
 
 def first_visit(browser, base, page_path):
