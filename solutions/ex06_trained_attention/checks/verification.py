@@ -73,7 +73,8 @@ CAUSES = {
     "over_parameter_budget": ("a model with more parameters than the budget", f"{CH8}: A model made of attention only"),
     "does_not_learn_task": ("the model falls short on sequences it never saw: another task, too small a learning "
                             "rate, or too few steps", f"{CH8}: Task 1: the previous token"),
-    "seed_ignored": ("the seed is not passed on: every seed gives the same model", f"{CH8}: Tasks, a loss and a training loop"),
+    "seed_ignored": ("the seed is not passed on: every seed gives the same model",
+                     f"{CH8}: Tasks, a loss and a training loop"),
     "drop_definition": ("a drop that is not the whole model's accuracy minus its accuracy with one head's output zero "
                         "(in a layer with biases, zeroing W_v leaves the value bias)", f"{CH8}: Switching heads off"),
     "not_restored": ("the model is not put back as it was after the ablations", f"{CH8}: Switching heads off"),
@@ -356,8 +357,10 @@ def test_train_until(p):
         reference = look_back_until(V, C, lr, seed, target, max_steps, batch_size, eval_every, probe)
         shared = look_back_until(V, C, lr, seed, target, max_steps, batch_size, eval_every, probe,
                                  shared_generator=True)
-        (_, summed, _), _ = look_back_until(V, C, lr, seed, target, max_steps, batch_size, eval_every, probe,
-                                            clear_gradients=False)
+        # The losses of a loop that never clears the gradients, for the first run only (24 steps: a loop without
+        # zero_grad loses its first check there, and the others cost time in every kernel).
+        summed = None if cases else look_back_until(V, C, lr, seed, target, max_steps, batch_size, eval_every, probe,
+                                                    clear_gradients=False)[0][1]
         cases.append((label, handle, reference, shared, summed, exact))
 
     def judge(r):
@@ -377,6 +380,10 @@ def test_train_until(p):
                                              f"at max_steps, and stop at the first evaluation that reaches the "
                                              f"target.{cause}",
                    cause=steps_cause(list(got_steps), steps, exact))
+            # The losses of the first run, as a loop that never clears the gradients has them?
+            unclear = (bool(summed) and summed != losses and isinstance(got_losses, list)
+                       and len(got_losses) == len(summed) and all(type(v) is float for v in got_losses)
+                       and all(math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-6) for a, b in zip(got_losses, summed)))
             for name, values, ref in [("loss", got_losses, losses), ("accuracy", got_accuracies, accuracies)]:
                 expect(isinstance(values, list) and all(type(v) is float for v in values),
                        f"{label}: history['{name}'] should hold Python floats (.item() of the tensor).")
@@ -384,9 +391,7 @@ def test_train_until(p):
                             what=f"history['{name}']", on=label,
                             cause="It is compared with a reference loop, atol=rtol=1e-6: the same seeded weights, "
                                   "batches, evaluation set and Adam steps, with the given loss_and_accuracy.",
-                            code="no_zero_grad" if summed != losses and len(got_losses) == len(summed) and all(
-                                math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-6) for a, b in zip(got_losses, summed))
-                            else None)
+                            code="no_zero_grad" if unclear else None)
             close_torch(as_tensor(got_logits, label), logits, atol=1e-6, rtol=1e-6,
                         what="The trained model's logits", on=label,
                         cause="They are compared, for every token id at every position, with those of the same model "
