@@ -69,7 +69,8 @@ CAUSES = {
     "final_weights": ("the trained weights are not the loop's: a step after the evaluation that reached the target, "
                       "gradients never cleared, or the best weights not put back as a copy of the first best",
                       f"{CH8}: Tasks, a loss and a training loop"),
-    "over_sequence_budget": ("asks its task for more sequences than the budget", f"{CH8}: Task 1: the previous token"),
+    "over_sequence_budget": ("asks its task for more sequences than the budget",
+                             f"{CH8}: Tasks, a loss and a training loop"),
     "over_parameter_budget": ("a model with more parameters than the budget", f"{CH8}: A model made of attention only"),
     "does_not_learn_task": ("the model falls short on sequences it never saw: another task, too small a learning "
                             "rate, or too few steps", f"{CH8}: Task 1: the previous token"),
