@@ -36,6 +36,57 @@ from tools.verification.probes import Nested, as_tensor, close_torch, expect
 
 F64 = torch.float64
 
+# The likely mistakes these checks name, by code: what the mistake is, and the chapter section that teaches it
+# (the instructor's report, instructor/report.md). The codes every check may report are in probes.GENERAL_CAUSES.
+CH8 = "ch08_what_attention_learns"
+CAUSES = {
+    "tokens_not_as_drawn": ("the tokens are not the task's two draws from gen (the lengths, then ids from 1), "
+                            "left-padded with 0", f"{CH8}: Tasks, a loss and a training loop"),
+    "scores_no_answer": ("scores a position whose answer, k places back, is padding or lies before the sequence",
+                         f"{CH8}: Tasks, a loss and a training loop"),
+    "misses_answer": ("does not score a position whose answer, k places back, is a real token",
+                      f"{CH8}: Tasks, a loss and a training loop"),
+    "targets_shifted": ("the target at a position is not the token k places back",
+                        f"{CH8}: Tasks, a loss and a training loop"),
+    "accuracy_not_per_position": ("not one accuracy per position: averaged over another axis, or not reduced",
+                                  f"{CH8}: Tasks, a loss and a training loop"),
+    "accuracy_not_float64": ("the accuracy computed in another dtype than float64",
+                             f"{CH8}: Tasks, a loss and a training loop"),
+    "nan_where_nothing_counts": ("a position that counts nowhere is given a number instead of nan",
+                                 f"{CH8}: Tasks, a loss and a training loop"),
+    "divided_by_batch": ("the right predictions at a position divided by the batch size, not by the sequences where "
+                         "it counts", f"{CH8}: Tasks, a loss and a training loop"),
+    "counts_unscored_hits": ("right predictions counted where the position does not count",
+                             f"{CH8}: Tasks, a loss and a training loop"),
+    "eval_from_training_generator": ("the evaluation set drawn from the training batches' generator",
+                                     f"{CH8}: Tasks, a loss and a training loop"),
+    "stops_only_above_target": ("training stops only above the target, not when the accuracy equals it",
+                                f"{CH8}: Tasks, a loss and a training loop"),
+    "no_evaluation_at_max_steps": ("no evaluation at max_steps when it is not a multiple of eval_every",
+                                   f"{CH8}: Tasks, a loss and a training loop"),
+    "no_zero_grad": ("the gradients never cleared: each step adds its gradient to all earlier ones",
+                     f"{CH8}: Tasks, a loss and a training loop"),
+    "final_weights": ("the trained weights are not the loop's: a step after the evaluation that reached the target, "
+                      "gradients never cleared, or the best weights not put back as a copy of the first best",
+                      f"{CH8}: Tasks, a loss and a training loop"),
+    "over_sequence_budget": ("asks its task for more sequences than the budget",
+                             f"{CH8}: Tasks, a loss and a training loop"),
+    "over_parameter_budget": ("a model with more parameters than the budget", f"{CH8}: A model made of attention only"),
+    "does_not_learn_task": ("the model falls short on sequences it never saw: another task, too small a learning "
+                            "rate, or too few steps", f"{CH8}: Task 1: the previous token"),
+    "seed_ignored": ("the seed is not passed on: every seed gives the same model",
+                     f"{CH8}: Tasks, a loss and a training loop"),
+    "drop_definition": ("a drop that is not the whole model's accuracy minus its accuracy with one head's output zero "
+                        "(in a layer with biases, zeroing W_v leaves the value bias)", f"{CH8}: Switching heads off"),
+    "not_restored": ("the model is not put back as it was after the ablations", f"{CH8}: Switching heads off"),
+    "second_call_differs": ("a second call gives other drops than the first", f"{CH8}: Switching heads off"),
+    "largest_in_size": ("the working head picked by the largest drop in size, a negative one included",
+                        f"{CH8}: Switching heads off"),
+    "smallest_drop": ("the working head picked by the smallest drop", f"{CH8}: Switching heads off"),
+    "not_first_of_ties": ("of heads that share the largest drop, not the first picked", f"{CH8}: Switching heads off"),
+    "not_largest_drop": ("the working head is not the head with the largest drop", f"{CH8}: Switching heads off"),
+}
+
 
 # --- section 1: the copy-back task -------------------------------------------------------------------------------
 
@@ -111,7 +162,7 @@ def test_make_copy_back_task(p):
                        f"{label}: the tokens of batch {n} are not the left-padded sequences of the two draws: the lengths "
                        "torch.randint(min_length, T + 1, (batch_size,), generator=gen), then the ids "
                        "torch.randint(1, vocab_size, (batch_size, T), generator=gen), nothing else from gen, and the "
-                       "padding id 0 before each sequence's real tokens.")
+                       "padding id 0 before each sequence's real tokens.", cause="tokens_not_as_drawn")
                 wrong = torch.nonzero(got_scored != scored)
                 if len(wrong):
                     b, t = (int(i) for i in wrong[0])
@@ -123,19 +174,20 @@ def test_make_copy_back_task(p):
                              "it does not count there, but positions t and t - k both hold real tokens of the sequence")
                     expect(False, f"{label}: scored of batch {n} is wrong at sequence {b}, position {t}, a sequence "
                                   f"of length {length} (real tokens from position {start} on): {cause}. "
-                                  f"{len(wrong)} entries are wrong in all.")
+                                  f"{len(wrong)} entries are wrong in all.",
+                           cause="scores_no_answer" if got_scored[b, t] else "misses_answer")
                 off = sorted({int(t) for t in torch.nonzero((got_targets != targets) & scored)[:, 1]})
                 expect(not off, f"{label}: the targets of batch {n} are wrong at positions {off[:8]}, which count: the "
-                                "target at position t is the token at t - k.")
+                                "target at position t is the token at t - k.", cause="targets_shifted")
         for V, T, k, least, names, handle in refused:
             error = r.raised(handle)
             label = f"make_copy_back_task({V}, {T}, k={k}, min_length={least})"
             expect(error is not None, f"{label} returned a task; it should raise ValueError at once: the task needs "
-                                      "1 <= k < T, 0 <= min_length <= T and vocab_size >= 2.")
-            expect(error.is_a("ValueError"), f"{label} raised {error.type}, not ValueError.")
+                                      "1 <= k < T, 0 <= min_length <= T and vocab_size >= 2.", cause="no_validation")
+            expect(error.is_a("ValueError"), f"{label} raised {error.type}, not ValueError.", cause="wrong_exception")
             expect(all(name in error.message for name in names),
                    f"The ValueError of {label} should name what is wrong, as " + " and ".join(f"'{x}'" for x in names)
-                   + f"; its message is {error.message[:200]!r}.")
+                   + f"; its message is {error.message[:200]!r}.", cause="vague_error")
 
     return judge
 
@@ -165,24 +217,34 @@ def test_accuracy_by_position(p):
         label = f"logits of shape ({B}, {T}, {V}) with {int(scored.sum())} of {B * T} positions counting"
         handle = p.call("accuracy_by_position", Nested("FixedLogits", logits),
                         (torch.zeros(B, T, dtype=torch.long), targets, scored))
-        cases.append((label, T, handle, reference_accuracy_by_position(logits, targets, scored)))
+        right = logits.argmax(dim=-1) == targets
+        slips = {"divided_by_batch": (right & scored).sum(dim=0).to(F64) / B,  # the two classic slips, to name them
+                 "counts_unscored_hits": right.sum(dim=0).to(F64) / scored.sum(dim=0).to(F64)}
+        cases.append((label, T, handle, reference_accuracy_by_position(logits, targets, scored), slips))
 
     def judge(r):
-        for label, T, handle, ref in cases:
+        for label, T, handle, ref, slips in cases:
             got = as_tensor(r.value(handle, f"accuracy_by_position on {label}"), label)
             expect(tuple(got.shape) == (T,), f"accuracy_by_position on {label} should have shape ({T},); it has "
-                                             f"{tuple(got.shape)}.")
+                                             f"{tuple(got.shape)}.", cause="accuracy_not_per_position")
             expect(got.dtype == F64, f"accuracy_by_position on {label} should be float64, the notebook's default dtype; "
                                      f"it is {got.dtype}"
                                      + (". A share such as 1/3 in float32 is off by about 1e-8, and the accuracies are "
-                                        "compared to 1e-12." if got.is_floating_point() else "."))
+                                        "compared to 1e-12." if got.is_floating_point() else "."),
+                   cause="accuracy_not_float64")
             missing = [t for t in range(T) if bool(torch.isnan(ref[t])) != bool(torch.isnan(got[t]))]
-            expect(not missing, f"accuracy_by_position on {label}: nan is where no sequence's position counts, and "
-                                f"only there; at positions {missing[:8]} it is not so.")
             keep = ~torch.isnan(ref)
+            # Numbers only where nothing counts, and right everywhere else: the one slip of a count clamped to 1.
+            only_nan = all(bool(torch.isnan(ref[t])) for t in missing) and bool(
+                torch.allclose(got[keep], ref[keep], atol=1e-12, rtol=0))
+            slip = next((code for code, wrong in slips.items() if not torch.equal(wrong, ref)
+                         and torch.allclose(got, wrong, atol=1e-12, rtol=0, equal_nan=True)), None)
+            expect(not missing, f"accuracy_by_position on {label}: nan is where no sequence's position counts, and "
+                                f"only there; at positions {missing[:8]} it is not so.",
+                   cause=slip or ("nan_where_nothing_counts" if only_nan else None))
             close_torch(got[keep], ref[keep], atol=1e-12, rtol=0, what="The accuracy by position", on=label,
                         cause="At each position, the share of right predictions among the sequences where it "
-                              "counts, atol=1e-12.")
+                              "counts, atol=1e-12.", code=slip)
 
     return judge
 
@@ -204,10 +266,12 @@ def previous_token_batch(gen, batch_size, V, T):
     return tokens, tokens.roll(1, dims=1), scored
 
 
-def look_back_until(V, C, lr, seed, target, max_steps, batch_size, eval_every, probe, shared_generator=False):
+def look_back_until(V, C, lr, seed, target, max_steps, batch_size, eval_every, probe, shared_generator=False,
+                    clear_gradients=True):
     """The notebook's LookBackModel trained by the loop of section 3, here: the history's three lists and the
     logits on ``probe`` at the end. ``shared_generator`` draws the evaluation set from the training batches'
-    generator, the classic slip, to name it. A run that never reaches the target ends with the weights of its best
+    generator, the classic slip, to name it, and ``clear_gradients=False`` another, never clearing the
+    gradients. A run that never reaches the target ends with the weights of its best
     evaluation (the first of equals). The global random state is used only inside fork_rng."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed))
@@ -245,12 +309,23 @@ def look_back_until(V, C, lr, seed, target, max_steps, batch_size, eval_every, p
             break
         batch = previous_token_batch(train_batches, batch_size, V, C)
         loss, _ = reference_loss_and_accuracy(model(batch[0]), batch[1], batch[2])
-        adam.zero_grad()
+        if clear_gradients:
+            adam.zero_grad()
         loss.backward()
         adam.step()
         step += 1
     with torch.no_grad():
         return history, model(probe)
+
+
+def steps_cause(got, steps, exact):
+    """The code of a wrong list of evaluated steps: going on past the evaluation that equals an exact target, or
+    leaving out the evaluation at max_steps (the reference's last step, when it stopped at no target)."""
+    if exact and len(got) > len(steps) and got[:len(steps)] == steps:
+        return "stops_only_above_target"
+    if got == steps[:-1]:
+        return "no_evaluation_at_max_steps"
+    return None
 
 
 def test_train_until(p):
@@ -283,10 +358,14 @@ def test_train_until(p):
         reference = look_back_until(V, C, lr, seed, target, max_steps, batch_size, eval_every, probe)
         shared = look_back_until(V, C, lr, seed, target, max_steps, batch_size, eval_every, probe,
                                  shared_generator=True)
-        cases.append((label, handle, reference, shared, exact))
+        # The losses of a loop that never clears the gradients, for the first run only (24 steps: a loop without
+        # zero_grad loses its first check there, and the others cost time in every kernel).
+        summed = None if cases else look_back_until(V, C, lr, seed, target, max_steps, batch_size, eval_every, probe,
+                                                    clear_gradients=False)[0][1]
+        cases.append((label, handle, reference, shared, summed, exact))
 
     def judge(r):
-        for label, handle, ((steps, losses, accuracies), logits), (shared_history, _), exact in cases:
+        for label, handle, ((steps, losses, accuracies), logits), (shared_history, _), summed, exact in cases:
             got = r.value(handle, label)
             expect(isinstance(got, tuple) and len(got) == 4, f"{label}: train_until_and_look did not return its 4 "
                                                              "results.")
@@ -294,26 +373,33 @@ def test_train_until(p):
             if list(got_steps) == shared_history[0] and got_losses[:1] == shared_history[1][:1] != losses[:1]:
                 expect(False, f"{label}: the evaluation set was drawn from the training batches' generator. Draw it "
                               "from a generator of its own, torch.Generator().manual_seed(10_000 + seed), before "
-                              "training.")
+                              "training.", cause="eval_from_training_generator")
             cause = (" The target is exactly an accuracy the run reaches: 'at least target' includes equal to it."
                      if exact else "")
             expect(list(got_steps) == steps, f"{label}: the history's steps should be {steps}; they are "
                                              f"{list(got_steps)[:12]}. Evaluate at every multiple of eval_every and "
                                              f"at max_steps, and stop at the first evaluation that reaches the "
-                                             f"target.{cause}")
+                                             f"target.{cause}",
+                   cause=steps_cause(list(got_steps), steps, exact))
+            # The losses of the first run, as a loop that never clears the gradients has them?
+            unclear = (bool(summed) and summed != losses and isinstance(got_losses, list)
+                       and len(got_losses) == len(summed) and all(type(v) is float for v in got_losses)
+                       and all(math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-6) for a, b in zip(got_losses, summed)))
             for name, values, ref in [("loss", got_losses, losses), ("accuracy", got_accuracies, accuracies)]:
                 expect(isinstance(values, list) and all(type(v) is float for v in values),
                        f"{label}: history['{name}'] should hold Python floats (.item() of the tensor).")
                 close_torch(torch.tensor(values, dtype=F64), torch.tensor(ref, dtype=F64), atol=1e-6, rtol=1e-6,
                             what=f"history['{name}']", on=label,
                             cause="It is compared with a reference loop, atol=rtol=1e-6: the same seeded weights, "
-                                  "batches, evaluation set and Adam steps, with the given loss_and_accuracy.")
+                                  "batches, evaluation set and Adam steps, with the given loss_and_accuracy.",
+                            code="no_zero_grad" if unclear else None)
             close_torch(as_tensor(got_logits, label), logits, atol=1e-6, rtol=1e-6,
                         what="The trained model's logits", on=label,
                         cause="They are compared, for every token id at every position, with those of the same model "
                               "trained by a reference loop, atol=rtol=1e-6: the trained weights differ. Clear the "
                               "gradients at every step, take no step after the evaluation that reached the target, and "
-                              "when it is never reached, put back a copy of the weights of the first best evaluation.")
+                              "when it is never reached, put back a copy of the weights of the first best evaluation.",
+                        code="final_weights")
 
     return judge
 
@@ -359,10 +445,11 @@ def test_trained_model(p):
             expect(type(asked) is int, f"{label}: no count of sequences came back.")
             expect(asked <= SEQUENCE_BUDGET, f"{label} asked its task for {asked} sequences, past the budget of "
                                              f"{SEQUENCE_BUDGET}, and was stopped: fewer steps or smaller batches (the "
-                                             "evaluation set's 500 count too).")
+                                             "evaluation set's 500 count too).", cause="over_sequence_budget")
             expect(type(size) is int, f"{label}: no count of parameters came back.")
             expect(size <= PARAMETER_BUDGET, f"{label} returned a model of {size} parameters, past the budget of "
-                                             f"{PARAMETER_BUDGET}: a narrower model, or fewer heads or layers.")
+                                             f"{PARAMETER_BUDGET}: a narrower model, or fewer heads or layers.",
+                   cause="over_parameter_budget")
             logits = as_tensor(logits, label)
             expect(tuple(logits.shape) == (500, C, V), f"{label}: the logits for tokens of shape (500, {C}) should "
                                                       f"have shape (500, {C}, {V}); they have {tuple(logits.shape)}.")
@@ -371,11 +458,11 @@ def test_trained_model(p):
                                       f"% of the time at the positions that count, below {100 * least:.0f} %. Train "
                                       "it on the task it is given, with a learning rate that makes the most of the "
                                       "budget, for sequences of the length it is given; the model cannot be told k, "
-                                      "it must learn it.")
+                                      "it must learn it.", cause="does_not_learn_task")
             trained.append(logits)
         expect(not torch.equal(trained[0], trained[1]),
                f"{cases[0][0]} and the same call with seed={seeds[1]} gave the same model: pass the seed on to "
-               "train, which seeds the starting weights and the batches with it.")
+               "train, which seeds the starting weights and the batches with it.", cause="seed_ignored")
 
     return judge
 
@@ -525,16 +612,20 @@ def test_ablation(p):
             got = r.value(drops_handle, f"ablation_drops on {label}")
             expect(isinstance(got, tuple) and len(got) == 3, f"ablation_drops on {label}: no result came back.")
             first, second, after = (as_tensor(x, label) for x in got)
+            # Wrong drops from a model left changed are the slip of not putting its weights back.
+            restored = after.shape == logits.shape and bool(torch.allclose(after.to(F64), logits, atol=1e-10, rtol=1e-10))
             expect(tuple(first.shape) == (L, H), f"ablation_drops on {label} should have shape ({L}, {H}); it has "
                                                  f"{tuple(first.shape)}.")
             close_torch(first.to(F64), drops, atol=1e-12, rtol=0, what="The tensor of drops", on=label,
                         cause="Each is the whole model's accuracy (the given loss_and_accuracy) minus its accuracy with "
                               "that one head's output zero and every other head on, atol=1e-12. In a layer with "
-                              "biases, a head whose value weights are zero still outputs its value bias.")
+                              "biases, a head whose value weights are zero still outputs its value bias.",
+                        code="drop_definition" if restored else "not_restored")
             close_torch(after, logits, atol=1e-10, rtol=1e-10, what="The model's logits after ablation_drops",
-                        on=label, cause="The model should be exactly as it was: put back every weight you change.")
+                        on=label, cause="The model should be exactly as it was: put back every weight you change.",
+                        code="not_restored")
             close_torch(second.to(F64), drops, atol=1e-12, rtol=0, what="The tensor of drops of a second call", on=label,
-                        cause="A second call should give what the first gave.")
+                        cause="A second call should give what the first gave.", code="second_call_differs")
             got_head = r.value(head_handle, f"working_head on {label}")
             expect(isinstance(got_head, (tuple, list)) and len(got_head) == 2 and all(type(i) is int for i in got_head),
                    f"working_head on {label} should return a pair of Python ints (layer, head).")
@@ -545,9 +636,23 @@ def test_ablation(p):
                                                               "layer by layer, head by head)" if ties > 1 else "")
                    + (". It is the head whose drop is largest in size, but that drop is negative: the model does better "
                       "without it. The largest drop is the largest signed number." if tuple(got_head) == by_size
-                      and by_size != head else "."))
+                      and by_size != head else "."),
+                   cause=head_cause(tuple(got_head), head, by_size, drops, H))
 
     return judge
+
+
+def head_cause(got, head, by_size, drops, H):
+    """The code of a wrong working head (a pair of ints): the largest drop in size, the smallest drop, another of
+    the heads that share the largest drop, or another head."""
+    if got == by_size and by_size != head:
+        return "largest_in_size"
+    inside = 0 <= got[0] < drops.shape[0] and 0 <= got[1] < H
+    if inside and drops[got] == drops.min() and drops.min() < drops.max():
+        return "smallest_drop"
+    if inside and drops[got] == drops.max():
+        return "not_first_of_ties"
+    return "not_largest_drop"
 
 
 CHECKS = {

@@ -1,5 +1,5 @@
 # working_head keeps the last of the heads that share the largest drop, not the first.
-# cause: other
+# cause: not_first_of_ties
 # %% patch: ablation
 -    first_largest = int(torch.argmax(drops.flatten()))  # the largest signed drop; the first of equal maxima
 +    flat = drops.flatten()

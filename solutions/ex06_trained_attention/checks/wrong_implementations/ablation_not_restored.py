@@ -1,6 +1,6 @@
 # ablation_drops zeroes each head and never puts its weights back: heads stay off, one after the other, and the model is left broken.
 # caught by a visible test
-# cause: other
+# cause: not_restored
 # %% patch: ablation
 -                try:
 -                    drops[i, h] = whole - loss_and_accuracy(model, batch)[1].item()

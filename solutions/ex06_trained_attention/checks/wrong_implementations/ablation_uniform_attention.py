@@ -1,6 +1,6 @@
 # A head is "switched off" by zeroing its queries: its attention becomes uniform, and it still adds the mean of its values.
 # caught by a visible test
-# cause: other
+# cause: drop_definition
 # %% patch: ablation
 -                kept = layer.W_o.weight[:, reads].clone()
 -                layer.W_o.weight[:, reads] = 0.0

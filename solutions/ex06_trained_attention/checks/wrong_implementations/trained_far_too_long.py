@@ -1,6 +1,6 @@
 # train_copy_back_model trains a wide model of 4 heads for 1000 steps "to be safe": far past the budget of sequences and parameters.
 # caught by a visible test
-# cause: other
+# cause: over_sequence_budget
 # %% patch: train_copy_back_model
 -    model = AttentionOnlyModel(vocab_size, d_model=16, num_heads=1, num_layers=1, context_len=context_len)
 -    train(model, task, steps=60, lr=3e-2, seed=seed, batch_size=16, eval_every=60)

@@ -1,6 +1,6 @@
 # The optimiser never clears the gradients: each step's gradient is added to the sum of all earlier ones.
 # caught by a visible test
-# cause: other
+# cause: no_zero_grad
 # %% patch: train_until
 -        adam.zero_grad()  # this step's gradient only
 -        batch_loss.backward()

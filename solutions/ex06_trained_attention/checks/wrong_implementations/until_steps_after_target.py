@@ -1,6 +1,6 @@
 # The target is checked after the training step: one more step is taken after the evaluation that reached it.
 # caught by a visible test
-# cause: other
+# cause: final_weights
 # %% patch: train_until
 -            if history["accuracy"][-1] >= target:
 -                return history  # good enough: no step after the evaluation that reached the target
