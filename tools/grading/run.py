@@ -189,10 +189,15 @@ def refused(error, start=None) -> dict:
 
 
 def peak_kib() -> int:
-    """The largest this process's memory has been, in KiB."""
+    """How far this process's memory has grown, at its largest, in KiB: in a
+    grading worker, beyond the memory it was forked with (its parent's pages,
+    which a child's peak counts although it shares them: tools/grading/task.py's
+    _Worker.started_kib); elsewhere its whole peak."""
     import resource
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    from .task import _Worker
+
+    return max(0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - _Worker.started_kib)
 
 
 def last_line(text: str) -> str:
@@ -595,7 +600,7 @@ def grade_in(settings: CourseSettings, staging: Path, preload, assignments, jobs
         for assignment, (count, own) in sorted(by_assignment.items()):
             print(f"  {assignment} ({count} submissions): "
                   + "; ".join(f"{name} {seconds:.1f}" for name, seconds in own.items()), file=out, flush=True)
-    print(f"largest worker: {peak / 1024:.0f} MiB of memory", file=out, flush=True)
+    print(f"largest worker: {peak / 1024:.0f} MiB of memory beyond what it was forked with", file=out, flush=True)
     run = verification
     flagged = 0
     if run is not None:

@@ -224,6 +224,9 @@ class _Worker:
     root: Path | None = None
     preload: tuple | None = None
     inputs: dict = {}  # bundle key -> the checks' inputs folder, written once
+    # The resident memory this process was made with (KiB): a forked worker starts with its parent's pages
+    # mapped, and its peak (ru_maxrss) counts them; what grading costs is what it grows beyond them.
+    started_kib: int = 0
 
 
 def ready_worker(preload=(), memory_bytes=0, *, base=None, wait=True, warm_on=True):
@@ -245,6 +248,7 @@ def ready_worker(preload=(), memory_bytes=0, *, base=None, wait=True, warm_on=Tr
         warnings.filterwarnings("ignore", module="nbgrader")
         warnings.filterwarnings("ignore", message=".*not in session.*")
         _Worker.root = Path(tempfile.mkdtemp(prefix="nbgrader-worker-", dir=base))
+        _Worker.started_kib = resident_kib()
         _Worker.inputs = {}
         unsynced_gradebooks(_Worker.root)  # the private gradebooks: copies, merged by the grading process
         warm.set_kernel_roots([_Worker.root], base=_Worker.root)
@@ -271,6 +275,15 @@ def ready_worker(preload=(), memory_bytes=0, *, base=None, wait=True, warm_on=Tr
         except warm.TemplateError:  # (it closed itself) the kernel starts another, or a fresh sandboxed Python
             warm.close_kernel_template()
     return _Worker.root
+
+
+def resident_kib() -> int:
+    """This process's resident memory now, in KiB (/proc/self/statm), or 0 where it cannot be read."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def close_worker():
