@@ -462,6 +462,7 @@ def grade_in(settings: CourseSettings, staging: Path, preload, assignments, jobs
     budget = settings.submission_seconds
     not_graded = {}  # (assignment, student) -> why
     peak = 0
+    grew = (0, "")  # the most one submission made its worker's peak grow (KiB), and which
 
     from .. import lateness
     from ..verification.report import printable
@@ -469,9 +470,10 @@ def grade_in(settings: CourseSettings, staging: Path, preload, assignments, jobs
     progress = Progress(len(todo))
 
     def finished(assignment, student, private, result):
-        nonlocal failures, peak
+        nonlocal failures, peak, grew
         progress.clear()
         peak = max(peak, result.get("peak_kib", 0))
+        grew = max(grew, (result.get("grew_kib", 0), f"{assignment} {printable(student)}"))
         count, own = by_assignment.setdefault(assignment, [0, {}])
         by_assignment[assignment][0] = count + 1
         for name, seconds in result.get("phases", {}).items():
@@ -600,7 +602,9 @@ def grade_in(settings: CourseSettings, staging: Path, preload, assignments, jobs
         for assignment, (count, own) in sorted(by_assignment.items()):
             print(f"  {assignment} ({count} submissions): "
                   + "; ".join(f"{name} {seconds:.1f}" for name, seconds in own.items()), file=out, flush=True)
-    print(f"largest worker: {peak / 1024:.0f} MiB of memory beyond what it was forked with", file=out, flush=True)
+    print(f"largest worker: {peak / 1024:.0f} MiB of memory beyond what it was forked with"
+          + (f"; the submission that grew a worker most: {grew[1]} (+{grew[0] / 1024:.0f} MiB)" if grew[1] else ""),
+          file=out, flush=True)
     run = verification
     flagged = 0
     if run is not None:

@@ -306,10 +306,11 @@ def grade_task(bundle: AssignmentBundle, submission: Submission) -> dict:
     bytes (``read_regular``)."""
     import threading
 
-    from .run import SubmissionTimeout, grade_with_deadline
+    from .run import SubmissionTimeout, grade_with_deadline, peak_kib
     from ..sandbox.bubblewrap import remove_tree
 
     root = ready_worker(bundle.preload, bundle.memory_bytes, warm_on=bundle.warm)
+    peak_before = peak_kib()
     private = Path(tempfile.mkdtemp(prefix="submission-", dir=root))
     try:
         checks = None
@@ -338,6 +339,9 @@ def grade_task(bundle: AssignmentBundle, submission: Submission) -> dict:
             files["verification"] = read_results(results)
         result["files"] = files
         result["key"] = submission.key(bundle)
+        # (measured once its results are read: what this submission made the worker's peak grow by)
+        result["peak_kib"] = peak_kib()
+        result["grew_kib"] = result["peak_kib"] - peak_before
         return result
     except SubmissionTimeout:
         raise
