@@ -212,6 +212,33 @@ def test_integrity_csv_keeps_no_earlier_row_of_what_a_run_covered(tmp_path):
     assert not (tmp_path / "elsewhere").exists()
 
 
+
+def test_causes_csv_keeps_the_cells_of_what_a_run_did_not_cover(tmp_path):
+    """causes.csv, merged as integrity.csv is: a run's cells replace every earlier cell of the submissions it
+    verified or covered (a cell it no longer has included); a submission NOT GRADED this run keeps its old cells."""
+    from tools.verification.judging import CellVerdict, Verdict
+    from tools.verification.report import CAUSES_CSV, forget_rows, write_causes
+
+    path = tmp_path / CAUSES_CSV
+
+    def cells():
+        with open(path, newline="") as f:
+            return {(r["student_id"], r["grade_id"]): r["cause"] for r in csv.DictReader(f)}
+
+    old = [Verdict("ex01_by_hand", student, 10.0, cells=[CellVerdict(cell, 5.0, 0.0, 5.0, cause="old")
+                                                       for cell in ("test_a", "test_b")])
+           for student in ("again", "kept", "failed-now")]
+    write_causes(path, old)
+    assert len(cells()) == 6
+    new = Verdict("ex01_by_hand", "again", 10.0, cells=[CellVerdict("test_a", 5.0, 5.0, 5.0)])
+    failed = Verdict("ex01_by_hand", "failed-now", None, not_graded="its worker died")
+    write_causes(path, [new, failed])
+    assert cells() == {("again", "test_a"): "", ("kept", "test_a"): "old", ("kept", "test_b"): "old",
+                       ("failed-now", "test_a"): "old", ("failed-now", "test_b"): "old"}
+    (tmp_path / "integrity.csv").write_text("assignment,student_id\n")
+    forget_rows(tmp_path, [("ex01_by_hand", "kept")], io.StringIO())
+    assert set(cells()) == {("again", "test_a"), ("failed-now", "test_a"), ("failed-now", "test_b")}
+
 # --- calibration: honest code is never flagged -----------------------------------
 
 

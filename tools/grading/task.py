@@ -31,9 +31,10 @@ import os
 import shutil
 import stat
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..sandbox.limits import read_bounded
 
 # What one submission may bring into grading (its submitted folder) and what
 # one graded submission may leave in autograded/ and feedback/.
@@ -93,14 +94,7 @@ def read_regular(source: Path, *, max_bytes=COPY_BYTES, max_files=COPY_FILES, tr
 
     def read_file(fd, size: int) -> bytes:
         os.set_blocking(fd, True)
-        chunks, left = [], size
-        while left > 0:  # (never more than fstat said, even if the file grows meanwhile)
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+        return read_bounded(fd, size)[:size]  # (never more than fstat said, even if the file grows meanwhile)
 
     top = os.open(source, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | (0 if trusted else os.O_NOFOLLOW))
     try:

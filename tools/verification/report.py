@@ -22,6 +22,31 @@ CAUSES_COLUMNS = ["assignment", "student_id", "grade_id", "points", "nbgrader", 
 EARLIER_COLUMNS = CSV_COLUMNS[:-2]
 
 
+def merge_rows(path: Path, columns, required, key_columns, rows: dict, covered) -> Path:
+    """Write the CSV ``path`` (through a ``.part`` file that then takes its
+    place): ``rows`` ({key: row}, a key being the row's values of
+    ``key_columns``) and the rows already there that have the ``required``
+    columns and whose submission ((assignment, student_id)) is not in
+    ``covered``; in key order, every field escaped (a student id or a score
+    from an earlier file as much as this run's text)."""
+    merged = {}
+    if path.is_file():
+        with open(path, newline="", encoding="utf-8", errors="backslashreplace") as f:
+            for row in csv.DictReader(f):
+                if set(required) <= set(row) and (row["assignment"], row["student_id"]) not in covered:
+                    kept = {k: row.get(k) or "" for k in columns}
+                    merged[tuple(kept[k] for k in key_columns)] = kept
+    merged.update(rows)
+    partial = path.with_name(f".{path.name}.part")
+    with open(partial, "w", newline="", encoding="utf-8", errors="backslashreplace") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        for key in sorted(merged):
+            writer.writerow(merged[key])
+    partial.replace(path)
+    return path
+
+
 def write_csv(path: Path, verdicts, seed=None, run="", covered=()) -> Path:
     """integrity.csv: this run's rows (each with the run's ``seed`` and
     ``run`` id), and the earlier rows of submissions this run did not cover;
@@ -30,11 +55,6 @@ def write_csv(path: Path, verdicts, seed=None, run="", covered=()) -> Path:
     own for it."""
     covered = {*covered, *((v.assignment, v.student) for v in verdicts)}
     rows = {}
-    if path.is_file():
-        with open(path, newline="") as f:
-            for row in csv.DictReader(f):
-                if set(EARLIER_COLUMNS) <= set(row) and (row["assignment"], row["student_id"]) not in covered:
-                    rows[(row["assignment"], row["student_id"])] = {k: row.get(k) or "" for k in CSV_COLUMNS}
     for v in verdicts:
         rows[(v.assignment, v.student)] = {
             "assignment": v.assignment,
@@ -47,15 +67,7 @@ def write_csv(path: Path, verdicts, seed=None, run="", covered=()) -> Path:
             "seed": "" if seed is None else str(seed),
             "run": printable(run),
         }
-    partial = path.with_name(f".{path.name}.part")
-    # (every field escaped: a student id or score from an earlier file as much as this run's reasons)
-    with open(partial, "w", newline="", encoding="utf-8", errors="backslashreplace") as f:
-        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
-        writer.writeheader()
-        for key in sorted(rows):
-            writer.writerow(rows[key])
-    partial.replace(path)
-    return path
+    return merge_rows(path, CSV_COLUMNS, EARLIER_COLUMNS, ("assignment", "student_id"), rows, covered)
 
 
 def forget_rows(root: Path, covered, out) -> int:
@@ -83,14 +95,8 @@ def write_causes(path: Path, verdicts, covered=()) -> Path:
     """causes.csv: for each graded cell of this run's verified submissions, its points (nbgrader's and
     verified), whether the student attempted it and the code of the likely mistake. Rows of earlier runs are
     dropped for every submission this run verified or ``covered``; the others are kept."""
-    rows = {}
-    if path.is_file():
-        with open(path, newline="", encoding="utf-8", errors="backslashreplace") as f:
-            for row in csv.DictReader(f):
-                if set(CAUSES_COLUMNS) <= set(row):
-                    rows[(row["assignment"], row["student_id"], row["grade_id"])] = {k: row[k] for k in CAUSES_COLUMNS}
     gone = {tuple(pair) for pair in covered} | {(v.assignment, v.student) for v in verdicts if not v.not_graded}
-    rows = {key: row for key, row in rows.items() if key[:2] not in gone}
+    rows = {}
     for v in verdicts:
         if v.not_graded:
             continue
@@ -103,14 +109,8 @@ def write_causes(path: Path, verdicts, covered=()) -> Path:
                 "cause": c.cause or ("stricter_test" if c.nbgrader is not None and c.nbgrader < c.verified else ""),
                 "seconds": f"{v.seconds:.2f}",
             }
-    partial = path.with_name(f".{path.name}.part")
-    with open(partial, "w", newline="", encoding="utf-8", errors="backslashreplace") as f:
-        writer = csv.DictWriter(f, fieldnames=CAUSES_COLUMNS)
-        writer.writeheader()
-        for key in sorted(rows):
-            writer.writerow(rows[key])
-    partial.replace(path)
-    return path
+    return merge_rows(path, CAUSES_COLUMNS, CAUSES_COLUMNS, ("assignment", "student_id", "grade_id"), rows,
+                      gone)
 
 
 def report(verdicts, path, seconds, out):
