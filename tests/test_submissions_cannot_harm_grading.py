@@ -753,6 +753,41 @@ def test_an_undecodable_output_is_written_escaped(graded):
     assert "undecodable: ?" in notebook.read_text(encoding="utf-8")
 
 
+WORKER_MEMORY = """
+import resource, sys
+from pathlib import Path
+from tools.grading.run import peak_kib, refused
+from tools.grading.task import ready_worker
+
+inherited = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+print("inherited", inherited)
+print("refused here", refused(ValueError("too large"))["peak_kib"] // 1024)
+ready_worker(warm_on=False, base=sys.argv[1])
+print("worker at start", peak_kib() // 1024)
+grown = bytearray(96 * 1024**2)
+grown[::4096] = b"x" * len(grown[::4096])
+print("worker after 96 MiB", peak_kib() // 1024)
+"""
+
+
+def test_a_workers_memory_is_its_own_not_its_launchers(tmp_path):
+    """"largest worker" counts what grading made a worker hold: a result the grading process made itself (a
+    submission refused before any worker had it) costs no worker memory, and the peak a program inherits from the
+    one that started it (ru_maxrss survives an exec: make grade started by a 400 MiB pytest reads 400 MiB) is not
+    its own."""
+    held = bytearray(400 * 1024**2)
+    held[::4096] = b"x" * len(held[::4096])  # (resident: this process is the launcher the program inherits from)
+    proc = subprocess.run([str(BIN / "python"), "-c", WORKER_MEMORY, str(tmp_path)], cwd=ROOT, text=True,
+                          capture_output=True, timeout=120)
+    del held
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    mib = {line.rsplit(" ", 1)[0]: int(line.rsplit(" ", 1)[1]) for line in proc.stdout.splitlines()}
+    assert mib["inherited"] >= 400, mib  # (what the old measure read)
+    assert mib["refused here"] == 0, mib
+    assert mib["worker at start"] < 64, mib
+    assert 96 <= mib["worker after 96 MiB"] < 96 + 64, mib
+
+
 def test_integrity_csv_and_the_report_take_any_text(tmp_path):
     """write_csv and the report escape what UTF-8 cannot hold (the unit under the shared run's
     surrogate-in-verification): one reason cannot cost the class its integrity.csv."""

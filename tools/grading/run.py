@@ -189,15 +189,17 @@ def refused(error, start=None) -> dict:
 
 
 def peak_kib() -> int:
-    """How far this process's memory has grown, at its largest, in KiB: in a
-    grading worker, beyond the memory it was forked with (its parent's pages,
-    which a child's peak counts although it shares them: tools/grading/task.py's
-    _Worker.started_kib); elsewhere its whole peak."""
-    import resource
+    """How far this grading worker's memory has grown, at its largest, in
+    KiB: its own peak (tools/grading/task.py's peak_resident_kib) beyond the
+    memory it was forked with (its parent's pages, which a child's resident
+    memory counts although it shares them: _Worker.started_kib). 0 in a
+    process that is not a grading worker (the grading process refusing a
+    submission before any worker has it): what it holds is not a worker's."""
+    from .task import _Worker, peak_resident_kib
 
-    from .task import _Worker
-
-    return max(0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - _Worker.started_kib)
+    if _Worker.root is None:
+        return 0
+    return max(0, peak_resident_kib() - _Worker.started_kib)
 
 
 def last_line(text: str) -> str:
