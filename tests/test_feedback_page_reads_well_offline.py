@@ -1,7 +1,7 @@
 """Promise: lateness is shown where an instructor and a student look, and the
 feedback names its tests and typesets math offline (tools/lateness.py,
 tools/feedback/page.py); the hub's clean-up archives the term before it
-removes it (tools/hub/local.py, back_up).
+removes it (tools/hub/cleanup.py, back_up).
 
 Fast checks of the pieces, without grading: the walk through a real hub, in a
 browser, is tests/test_hub_term_as_the_guide_tells_it.py's.
@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 import nbformat
 import pytest
 
-from tools.hub import local as hubtools
+from tools.hub import cleanup, machine, users
 from tools.feedback import page as feedback_page
 from tools.feedback.page import feedback_summary, mathjax_scripts
 from tools.lateness import COLUMNS, LateCsvExport, duration, summary
@@ -137,11 +137,11 @@ def test_the_clean_up_archives_the_term_first(tmp_path, monkeypatch):
     for _ in range(1100):  # deeper than Python's recursion limit
         deep = deep / "d"
         deep.mkdir()
-    monkeypatch.setattr(hubtools, "TERM", term)
-    monkeypatch.setattr(hubtools, "HUB", tmp_path / "hub")
-    monkeypatch.setattr(hubtools, "BACKUPS", tmp_path / "backups")
-    monkeypatch.setattr(hubtools, "CREATED_USERS", term / "users.json")
-    archive = hubtools.clean(out=open(os.devnull, "w"))
+    monkeypatch.setattr(cleanup, "TERM", term)
+    monkeypatch.setattr(cleanup, "HUB", tmp_path / "hub")
+    monkeypatch.setattr(cleanup, "BACKUPS", tmp_path / "backups")
+    monkeypatch.setattr(users, "CREATED_USERS", term / "users.json")
+    archive = cleanup.clean(out=open(os.devnull, "w"))
     assert not term.exists()
     assert oct(archive.stat().st_mode & 0o777) == oct(0o600)
     with tarfile.open(archive) as tar:
@@ -177,20 +177,20 @@ def test_a_page_runs_only_its_own_scripts():
 def test_make_hub_stops_at_once_on_a_venv_made_elsewhere(tmp_path, monkeypatch):
     bin_folder = tmp_path / ".venv" / "bin"
     bin_folder.mkdir(parents=True)
-    monkeypatch.setattr(hubtools, "BIN", bin_folder)
+    monkeypatch.setattr(machine, "BIN", bin_folder)
 
     def scripts(first_lines):
-        for name in hubtools.VENV_SCRIPTS:
+        for name in machine.VENV_SCRIPTS:
             (bin_folder / name).write_text(first_lines + "\nimport sys\n")
 
     scripts(f"#!{bin_folder / 'python'}")
-    hubtools.check_venv_scripts()
+    machine.check_venv_scripts()
     # pip's trampoline for a long path: /bin/sh first, the interpreter on the second line
     scripts(f"#!/bin/sh\n'''exec' \"{bin_folder / 'python3.11'}\" \"$0\" \"$@\"\n' '''")
-    hubtools.check_venv_scripts()
+    machine.check_venv_scripts()
     scripts("#!/elsewhere/project/.venv/bin/python")
-    with pytest.raises(hubtools.HubError, match=r"jupyterhub-singleuser starts /elsewhere/project/\.venv/bin/python"):
-        hubtools.check_venv_scripts()
+    with pytest.raises(users.HubError, match=r"jupyterhub-singleuser starts /elsewhere/project/\.venv/bin/python"):
+        machine.check_venv_scripts()
     (bin_folder / "nbgrader").unlink()
-    with pytest.raises(hubtools.HubError, match="nbgrader: No such file"):
-        hubtools.check_venv_scripts()
+    with pytest.raises(users.HubError, match="nbgrader: No such file"):
+        machine.check_venv_scripts()

@@ -1,7 +1,7 @@
 """Promise: on the course's JupyterHub (`make hub`, instructor/hub.md), a term goes
 as the instructor guide tells it, in a real browser, along the guide's own path.
 
-One hub is started for this module, from scratch (tools/hub/local.py), and driven in
+One hub is started for this module, from scratch (tools/hub/), and driven in
 headless Chromium (Playwright, the system's browser as in test_site_works_offline_in_a_browser.py) that
 reaches nothing but the hub: every request to another host is refused, as on a
 hub behind a firewall.
@@ -83,7 +83,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools.hub import local as hubtools
+from tools.hub import cleanup, local, users, views
 from tools.assignments.answers import fill_release, solution_code
 from tools.assignments.leak_checks import protected_regions
 from tools.assignments.wrong_implementations import read_wrong_implementation
@@ -126,8 +126,8 @@ def missing():
         return f"the hub's proxy needs Node.js: {' and '.join(lacking)} not found (apt-get install nodejs npm)"
     if not CHROMIUM.exists():
         return HOW_TO_GET_CHROMIUM
-    recorded = hubtools.created_users()
-    for user in hubtools.USERS:
+    recorded = users.created_users()
+    for user in users.USERS:
         try:
             pwd.getpwnam(user)
         except KeyError:
@@ -194,29 +194,29 @@ def hub():
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true and {reason}")
         pytest.skip(reason)
-    if hubtools.TERM.exists() or hubtools.created_users():
-        hubtools.clean()  # an earlier term: archived in hub-backups/, then removed
-    shutil.rmtree(hubtools.HUB, ignore_errors=True)
+    if users.TERM.exists() or users.created_users():
+        cleanup.clean()  # an earlier term: archived in hub-backups/, then removed
+    shutil.rmtree(users.HUB, ignore_errors=True)
     MODES_BEFORE.update(folder_modes())
     port = free_port()
     with Timer("set up the hub (users, proxy, configuration, course folder)"):
-        command = hubtools.setup(port=port, hub_port=free_port(), api_port=free_port())
+        command = local.setup(port=port, hub_port=free_port(), api_port=free_port())
     log = open(ROOT / "_build" / "hub-test-jupyterhub.log", "w")  # outside _build/hub, which the clean-up removes
-    STATE["process"] = process = hubtools.start(command, log=log)
+    STATE["process"] = process = local.start(command, log=log)
     base = f"http://127.0.0.1:{port}"
     try:
         with Timer("start JupyterHub"):
-            hubtools.wait_until_up(base, process)
+            local.wait_until_up(base, process)
         yield base
     finally:
         try:
-            hubtools.wait_for_setup()
-        except hubtools.HubError:
+            local.wait_for_setup()
+        except users.HubError:
             pass  # already reported by the test
-        hubtools.stop(process)  # (again: the last test stops it as the guide does)
+        local.stop(process)  # (again: the last test stops it as the guide does)
         log.close()
         if "archive" not in STATE:  # the last test did not get to clean up: do it, keeping the term archived
-            hubtools.clean()
+            cleanup.clean()
 
 
 @pytest.fixture(scope="module")
@@ -250,7 +250,7 @@ def teacher(hub, browser):
         yield None
         return
     with Timer("instructor logs in (his JupyterLab starts)"):
-        page = lab_ready(start_log_in(browser, hub, hubtools.INSTRUCTOR), hubtools.INSTRUCTOR)
+        page = lab_ready(start_log_in(browser, hub, users.INSTRUCTOR), users.INSTRUCTOR)
     yield page
 
 
@@ -262,7 +262,7 @@ def start_log_in(browser, base, user):
     page = context.new_page()
     page.goto(f"{base}/hub/login")
     page.fill("#username_input", user)
-    page.fill("#password_input", hubtools.PASSWORD)
+    page.fill("#password_input", users.PASSWORD)
     page.click("#login_submit", no_wait_after=True)
     return page
 
@@ -398,13 +398,13 @@ def test_a_term_on_the_hub(hub, student, teacher):
     raw = total - points_lost()
     assert 0 < raw < total, f"her mistake should cost some points, not all: {raw} of {total}"
     with Timer("the class list, set up in the background, is done"):
-        hubtools.wait_for_setup()
-    outbound = hubtools.EXCHANGE / hubtools.COURSE_ID / "outbound"
+        local.wait_for_setup()
+    outbound = users.EXCHANGE / users.COURSE_ID / "outbound"
     assert not outbound.exists() or not list(outbound.iterdir()), \
         f"make hub released assignments by itself: {sorted(p.name for p in outbound.iterdir())}"
 
     # 1. The instructor's terminal, and the guide's commands as typed.
-    terminal = Terminal(teacher, hubtools.INSTRUCTOR)
+    terminal = Terminal(teacher, users.INSTRUCTOR)
     with Timer("instructor sets the late penalty and releases ex01_by_hand in the terminal"):
         out = terminal.type("cd ~/self-attention")
         out += terminal.type(f"echo '{PENALTY_LINE}' >> nbgrader_config.py")
@@ -421,12 +421,12 @@ def test_a_term_on_the_hub(hub, student, teacher):
     offered = student.locator("#released_assignments_list > .list_item:not(.nested_list_item)").all_inner_texts()
     others = [a.name for a in EXERCISES.iterdir() if a.name != ASSIGNMENT and any(a.name in t for t in offered)]
     assert not others, f"the student is offered assignments that were never released: {others}"
-    notebook = hubtools.home(STUDENT) / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    notebook = users.home(STUDENT) / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     assert notebook.is_file(), f"fetching did not put the notebook at {notebook}"
 
     # Her answers: the reference solution, but for the mistake, in the notebook she fetched.
     answers = {**solution_code(SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"), **read_wrong_implementation(MISTAKE)[1]}
-    hubtools.as_user(STUDENT, ["tee", notebook], input=nbformat.writes(fill_release(notebook, answers)),
+    views.as_user(STUDENT, ["tee", notebook], input=nbformat.writes(fill_release(notebook, answers)),
                      stdout=subprocess.DEVNULL)
 
     with Timer("student opens the notebook, runs every cell, saves"):
@@ -472,13 +472,13 @@ def test_a_term_on_the_hub(hub, student, teacher):
     with Timer("instructor records the due date, collects and runs make grade in the terminal"):
         out = terminal.type(*GUIDE_DUEDATE)
         out += terminal.type(f"nbgrader collect {ASSIGNMENT}")
-        submitted = hubtools.course_folder() / "submitted" / STUDENT / ASSIGNMENT
+        submitted = users.course_folder() / "submitted" / STUDENT / ASSIGNMENT
         assert (submitted / f"{ASSIGNMENT}.ipynb").is_file(), f"nothing collected into {submitted}:\n{out}"
         graded = terminal.type(*GUIDE_MAKE_GRADE)
     line = next((line for line in graded.splitlines() if f"{ASSIGNMENT}  {STUDENT}:" in line), "")
     assert re.search(rf"{STUDENT}: {raw:g} / {total:g} .*LATE by (\d+ (d|h|min|s) ?)+: late penalty {raw:g}, "
                      rf"so 0 / {total:g} in grades.csv", line), f"make grade's line for {STUDENT}:\n{graded}"
-    with open(hubtools.course_folder() / "grades.csv", newline="") as file:
+    with open(users.course_folder() / "grades.csv", newline="") as file:
         rows = {row["student_id"]: row for row in csv.DictReader(file)}
     row = rows[STUDENT]
     assert (float(row["raw_score"]), float(row["late_submission_penalty"]), float(row["score"])) == (raw, raw, 0), row
@@ -523,9 +523,9 @@ def test_a_term_on_the_hub(hub, student, teacher):
         open_assignments(student)
         item(student, "submitted_assignments_list").get_by_role("button", name="Fetch Feedback").click()
         item(student, "submitted_assignments_list").get_by_text("view feedback").first.wait_for()
-        pages = sorted((hubtools.home(STUDENT) / ASSIGNMENT / "feedback").glob(f"*/{ASSIGNMENT}.html"))
+        pages = sorted((users.home(STUDENT) / ASSIGNMENT / "feedback").glob(f"*/{ASSIGNMENT}.html"))
         assert pages, "fetching the feedback put no page in the student's folder"
-        relative = pages[-1].relative_to(hubtools.home(STUDENT))
+        relative = pages[-1].relative_to(users.home(STUDENT))
         feedback = student.context.new_page()
         feedback.goto(f"{hub}/user/{STUDENT}/files/{relative}")
         shown = feedback_checks(feedback)
@@ -544,7 +544,7 @@ def test_a_term_on_the_hub(hub, student, teacher):
         line for region, lines in protected_regions(SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
         if region == "HIDDEN TESTS" for line in lines if re.search(r"\w", line)
     } - notebook_lines(notebook)
-    autograded = hubtools.course_folder() / "autograded" / STUDENT / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    autograded = users.course_folder() / "autograded" / STUDENT / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     assert hidden & notebook_lines(autograded), "nothing to hide: is the test looking at the right lines?"
     visible = {line.strip() for line in text.splitlines()}
     assert not hidden & visible, f"the feedback shows hidden test lines: {sorted(hidden & visible)[:3]}"
@@ -593,7 +593,7 @@ def hostile_marks(page):
             continue
         if found:
             marks[frame.url] = found
-    files = sorted(p.name for p in hubtools.home(hubtools.INSTRUCTOR).glob("hostile-*"))
+    files = sorted(p.name for p in users.home(users.INSTRUCTOR).glob("hostile-*"))
     return marks, files
 
 
@@ -606,26 +606,26 @@ def test_what_students_hand_in_takes_nothing_from_the_instructor(hub, teacher):
     the first student's submitted folder: collect takes neither, and make grade gives him nothing."""
     if hub is None:
         return  # it ran, and passed, as root through sudo (run_as_root)
-    hubtools.wait_for_setup()
-    course = hubtools.course_folder()
+    local.wait_for_setup()
+    course = users.course_folder()
     # The hostile notebook: the reference answers (full marks), with the attack cells at the end.
     with Timer("a hostile student fetches, answers and submits (her own processes)"):
-        hubtools.as_user(HOSTILE, [BIN / "nbgrader", "fetch_assignment", ASSIGNMENT, "--log-level=WARN"])
-        notebook = hubtools.home(HOSTILE) / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+        views.as_user(HOSTILE, [BIN / "nbgrader", "fetch_assignment", ASSIGNMENT, "--log-level=WARN"])
+        notebook = users.home(HOSTILE) / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
         nb = fill_release(notebook, solution_code(SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"))
         nb.cells.extend(hostile_cells())
-        hubtools.as_user(HOSTILE, ["tee", notebook], input=nbformat.writes(nb), stdout=subprocess.DEVNULL)
-        hubtools.as_user(HOSTILE, [BIN / "nbgrader", "submit", ASSIGNMENT, "--log-level=WARN"],
-                         cwd=hubtools.home(HOSTILE))
+        views.as_user(HOSTILE, ["tee", notebook], input=nbformat.writes(nb), stdout=subprocess.DEVNULL)
+        views.as_user(HOSTILE, [BIN / "nbgrader", "submit", ASSIGNMENT, "--log-level=WARN"],
+                         cwd=users.home(HOSTILE))
     # The planted links, made by the other student (in his view: paths as the instructor's collect will see them).
-    inbound = hubtools.EXCHANGE / hubtools.COURSE_ID / "inbound"
+    inbound = users.EXCHANGE / users.COURSE_ID / "inbound"
     solution = course / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     stamp = (datetime.now(timezone.utc) - timedelta(hours=2)).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
     plant_file = inbound / f"{PLANTER}+{ASSIGNMENT}+{stamp}+planted1"
-    hubtools.as_user(PLANTER, ["sh", "-c", 'mkdir "$1" && ln -s "$2" "$1/$3" && echo "$4" > "$1/timestamp.txt"',
+    views.as_user(PLANTER, ["sh", "-c", 'mkdir "$1" && ln -s "$2" "$1/$3" && echo "$4" > "$1/timestamp.txt"',
                                "plant", plant_file, solution, f"{ASSIGNMENT}.ipynb", stamp])
     with Timer("the instructor collects (a link to the solution is planted)"):
-        first = hubtools.as_user(hubtools.INSTRUCTOR, [BIN / "nbgrader", "collect", ASSIGNMENT], cwd=course,
+        first = views.as_user(users.INSTRUCTOR, [BIN / "nbgrader", "collect", ASSIGNMENT], cwd=course,
                                  check=False, capture_output=True)
     assert (course / "submitted" / HOSTILE / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file(), first.stderr
     problems = []  # every attack is tried, and every one that worked is reported
@@ -637,16 +637,16 @@ def test_what_students_hand_in_takes_nothing_from_the_instructor(hub, teacher):
         problems.append(f"nbgrader collect said nothing of the planted link:\n{first.stderr[-1500:]}")
     later = (datetime.now(timezone.utc) - timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
     plant_folder = inbound / f"{PLANTER}+{ASSIGNMENT}+{later}+planted2"
-    hubtools.as_user(PLANTER, ["ln", "-s", course / "submitted" / STUDENT / ASSIGNMENT, plant_folder])
+    views.as_user(PLANTER, ["ln", "-s", course / "submitted" / STUDENT / ASSIGNMENT, plant_folder])
     with Timer("the instructor collects --update (a link to another student's submission is planted)"):
-        second = hubtools.as_user(hubtools.INSTRUCTOR, [BIN / "nbgrader", "collect", "--update", ASSIGNMENT],
+        second = views.as_user(users.INSTRUCTOR, [BIN / "nbgrader", "collect", "--update", ASSIGNMENT],
                                   cwd=course, check=False, capture_output=True)
     theirs = course / "submitted" / PLANTER / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     if theirs.is_file() and theirs.read_bytes() == (course / "submitted" / STUDENT / ASSIGNMENT /
                                                     f"{ASSIGNMENT}.ipynb").read_bytes():
         problems.append(f"nbgrader collect took {PLANTER}'s link to {STUDENT}'s submitted folder")
     with Timer("make grade with the hostile notebook and the planted links"):
-        graded = hubtools.as_user(hubtools.INSTRUCTOR, ["make", "-C", ROOT, "grade", f"ASSIGNMENT={ASSIGNMENT}",
+        graded = views.as_user(users.INSTRUCTOR, ["make", "-C", ROOT, "grade", f"ASSIGNMENT={ASSIGNMENT}",
                                                         f"COURSE={course}"], cwd=course, check=False,
                                   capture_output=True)
     assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
@@ -666,19 +666,19 @@ def test_what_students_hand_in_takes_nothing_from_the_instructor(hub, teacher):
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         submission_id = gb.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, HOSTILE).id
     with Timer("the instructor opens the hostile submission in the formgrader"):
-        teacher.goto(f"{hub}/user/{hubtools.INSTRUCTOR}/lab")
+        teacher.goto(f"{hub}/user/{users.INSTRUCTOR}/lab")
         teacher.wait_for_selector(".jp-LabShell #jp-main-dock-panel")
         menu(teacher, "Nbgrader", "Formgrader")
         deadline = time.monotonic() + 60
         while not [f for f in teacher.frames if "/formgrader" in f.url] and time.monotonic() < deadline:
             teacher.wait_for_timeout(200)
         frame = [f for f in teacher.frames if "/formgrader" in f.url][-1]
-        frame.goto(f"{hub}/user/{hubtools.INSTRUCTOR}/formgrader/submissions/{submission_id}/")
+        frame.goto(f"{hub}/user/{users.INSTRUCTOR}/formgrader/submissions/{submission_id}/")
         frame.wait_for_selector("mjx-container")  # the page's own scripts run: its math is typeset
         frame.wait_for_load_state("load")  # every image, the student's broken ones too, has loaded or failed
         teacher.wait_for_timeout(500)  # (Playwright routes the requests a payload would send)
     assert frame.locator("textarea.comment").count() > 0, "the formgrader's grading view did not render"
-    served = teacher.request.get(f"{hub}/user/{hubtools.INSTRUCTOR}/formgrader/submissions/{submission_id}/"
+    served = teacher.request.get(f"{hub}/user/{users.INSTRUCTOR}/formgrader/submissions/{submission_id}/"
                                  f"{ASSIGNMENT}.ipynb")
     policy = served.headers.get("content-security-policy", "")
     if served.status != 200:
@@ -688,12 +688,12 @@ def test_what_students_hand_in_takes_nothing_from_the_instructor(hub, teacher):
     marks = hostile_marks(teacher)
     if marks != ({}, []):
         problems.append(f"the hostile notebook ran in the formgrader: {marks}")
-    for left in hubtools.home(hubtools.INSTRUCTOR).glob("hostile-*"):
+    for left in users.home(users.INSTRUCTOR).glob("hostile-*"):
         left.unlink()  # (so that the next view is judged on its own)
     feedback = (course / "feedback" / HOSTILE / ASSIGNMENT / f"{ASSIGNMENT}.html").relative_to(
-        hubtools.home(hubtools.INSTRUCTOR))
+        users.home(users.INSTRUCTOR))
     with Timer("the instructor opens the hostile feedback in JupyterLab and trusts it"):
-        teacher.goto(f"{hub}/user/{hubtools.INSTRUCTOR}/lab/tree/{feedback}")
+        teacher.goto(f"{hub}/user/{users.INSTRUCTOR}/lab/tree/{feedback}")
         teacher.locator(".jp-HTMLViewer:visible").wait_for()
         teacher.locator(".jp-Toolbar:visible").get_by_text("Trust HTML", exact=True).click()
         page = teacher.frame_locator(".jp-HTMLViewer:visible iframe")
@@ -763,8 +763,8 @@ print(json.dumps({name: attempt(path) for name, path in json.loads(%r).items()})
 def test_a_student_cannot_read_the_course(hub, student):
     if hub is None:
         return  # it ran, and passed, as root through sudo (run_as_root)
-    hubtools.wait_for_setup()  # the gradebook is there
-    course = hubtools.course_folder()
+    local.wait_for_setup()  # the gradebook is there
+    course = users.course_folder()
     secrets = {
         "the repository's solutions/": ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
         "the repository's verification spec": ROOT / "solutions" / ASSIGNMENT / "checks" / "verification.py",
@@ -772,10 +772,10 @@ def test_a_student_cannot_read_the_course(hub, student):
         "the course folder's solutions/": course / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
         "the gradebook": course / "gradebook.db",
         "the course folder": course,
-        "the instructor's home": hubtools.home(hubtools.INSTRUCTOR),
-        "the hub's database": hubtools.HUB / "jupyterhub.sqlite",
+        "the instructor's home": users.home(users.INSTRUCTOR),
+        "the hub's database": users.HUB / "jupyterhub.sqlite",
     }
-    needed = {"the exchange": hubtools.EXCHANGE, "the course's Python": BIN / "python"}
+    needed = {"the exchange": users.EXCHANGE, "the course's Python": BIN / "python"}
     paths = {name: str(path) for name, path in {**secrets, **needed}.items()}
     absent = [name for name, path in paths.items() if not os.path.exists(path)]
     assert not absent, f"the test looks for files that are not there: {absent}"
@@ -810,16 +810,16 @@ PRESS_AUTOGRADE = """async (url) => {
 def test_the_formgraders_autograde_button_points_to_make_grade(hub, teacher):
     if hub is None:
         return  # it ran, and passed, as root through sudo (run_as_root)
-    hubtools.wait_for_setup()
-    graded = hubtools.course_folder() / "autograded" / STUDENT
+    local.wait_for_setup()
+    graded = users.course_folder() / "autograded" / STUDENT
 
     def snapshot():
         return {str(p): p.stat().st_mtime_ns for p in graded.rglob("*")} if graded.exists() else {}
 
     before = snapshot()
     with Timer("the instructor presses Autograde in the formgrader"):
-        teacher.wait_for_url(f"**/user/{hubtools.INSTRUCTOR}/**", timeout=120_000)  # his server is up
-        formgrader = f"{hub}/user/{hubtools.INSTRUCTOR}/formgrader"
+        teacher.wait_for_url(f"**/user/{users.INSTRUCTOR}/**", timeout=120_000)  # his server is up
+        formgrader = f"{hub}/user/{users.INSTRUCTOR}/formgrader"
         teacher.goto(f"{formgrader}/manage_assignments")
         answer = teacher.evaluate(PRESS_AUTOGRADE, f"{formgrader}/api/submission/{ASSIGNMENT}/{STUDENT}/autograde")
     message = f"{answer.get('log', '')}{answer.get('error', '')}"
@@ -841,10 +841,10 @@ def test_stopping_and_cleaning_up_keep_the_terms_data(hub):
     """Runs last (this file's order): the hub stops as Ctrl-C stops it, then the guide's clean-up."""
     if hub is None:
         return  # it ran, and passed, as root through sudo (run_as_root)
-    created = hubtools.created_users()
-    assert set(created) == set(hubtools.USERS), f"the hub did not record the users it created: {created}"
+    created = users.created_users()
+    assert set(created) == set(users.USERS), f"the hub did not record the users it created: {created}"
     with Timer("the hub stops (Ctrl-C): its users are removed"):
-        hubtools.stop(STATE["process"])
+        local.stop(STATE["process"])
     still_there = []
     for user in created:
         try:
@@ -853,10 +853,10 @@ def test_stopping_and_cleaning_up_keep_the_terms_data(hub):
         except KeyError:
             pass
     assert not still_there, f"the Unix users the hub created are still on the machine after it stopped: {still_there}"
-    course = hubtools.HOMES / hubtools.INSTRUCTOR / hubtools.COURSE_ID
+    course = users.HOMES / users.INSTRUCTOR / users.COURSE_ID
     kept = [course / "gradebook.db", course / "submitted" / STUDENT / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
             course / "feedback" / STUDENT / ASSIGNMENT / f"{ASSIGNMENT}.html",
-            hubtools.HOMES / STUDENT / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"]
+            users.HOMES / STUDENT / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"]
     lost = [str(path) for path in kept if not path.is_file()]
     assert not lost, f"stopping the hub lost the term's data: {lost}"
 
@@ -867,13 +867,13 @@ def test_stopping_and_cleaning_up_keep_the_terms_data(hub):
     found = re.search(r"archived in (\S+\.tar\.gz)", proc.stdout)
     assert found, proc.stdout
     STATE["archive"] = archive = Path(found.group(1))
-    assert archive.parent == hubtools.BACKUPS and stat.S_IMODE(archive.stat().st_mode) == 0o600, archive
+    assert archive.parent == cleanup.BACKUPS and stat.S_IMODE(archive.stat().st_mode) == 0o600, archive
     with tarfile.open(archive) as tar:
         names = set(tar.getnames())
-    missing_from_archive = [str(path.relative_to(hubtools.TERM.parent)) for path in kept
-                            if str(path.relative_to(hubtools.TERM.parent)) not in names]
+    missing_from_archive = [str(path.relative_to(users.TERM.parent)) for path in kept
+                            if str(path.relative_to(users.TERM.parent)) not in names]
     assert not missing_from_archive, f"the archive lacks the term's data: {missing_from_archive}"
-    assert not hubtools.TERM.exists(), "make hub-clean left the term's folder"
+    assert not users.TERM.exists(), "make hub-clean left the term's folder"
     archive.unlink()  # the test's own term
 
 
@@ -885,7 +885,7 @@ def manual_comments():
     """Every manual comment on the student's submission, from the course's gradebook."""
     from nbgrader.api import Gradebook
 
-    db = hubtools.course_folder() / "gradebook.db"
+    db = users.course_folder() / "gradebook.db"
     with Gradebook(f"sqlite:///{db}") as gb:
         notebook = gb.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, STUDENT)
         return [c.manual_comment for c in notebook.comments if c.manual_comment]

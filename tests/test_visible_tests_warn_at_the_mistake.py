@@ -8,6 +8,10 @@ grading. So the classic mistakes must already fail a test the student can run:
   — in the real autograde of the session's ``graded`` fixture, the same run
   test_wrong_implementations_lose_points.py reads: a test cell runs its visible asserts before its
   hidden ones, so the traceback's line in the cell says which part failed;
+- and conversely, every wrong implementation that fails the visible part of a
+  test cell in that run carries the mark: the marks are then exactly the
+  mistakes a student is warned of, and one that a change of the notebook stops
+  catching is noticed (a catch that nobody marked could be lost unseen);
 - the reference solution fails no test cell at all, visible or hidden;
 - which mistakes must fail a visible test is read from the files themselves (the
   mark), not kept in a list here; a line that looks like the mark but is not read
@@ -29,7 +33,7 @@ import pytest
 from tests.plugins.selection import graded_assignments
 from tests.plugins.shared_grading_run import submission_name
 from tools.assignments.hidden_tests import without_generated
-from tools.paths import SOLUTIONS, assignments, wrong_implementations
+from tools.paths import ROOT, SOLUTIONS, assignments, wrong_implementations
 from tools.verification import probes
 
 # `make check` runs this module after a change to an assignment (tests/make_check.py).
@@ -57,6 +61,7 @@ def marked(path):
 
 
 MARKED = [(a, p) for a in ASSIGNMENTS for p in wrong_implementations(a) if marked(p)]
+UNMARKED = [(a, p) for a in ASSIGNMENTS for p in wrong_implementations(a) if not marked(p)]
 
 
 def graded_test_cells(notebook):
@@ -100,6 +105,17 @@ def test_marked_mistake_fails_a_visible_test(graded, assignment, path):
     visible = {grade_id: message for grade_id, (part, message) in failed.items() if part == "visible"}
     assert visible, (
         f"{path.name} ('{header(path)[0][2:]}') passes every visible test; it fails only hidden ones: {failed}"
+    )
+
+
+@pytest.mark.parametrize("assignment, path", UNMARKED, ids=[f"{a}-{p.stem}" for a, p in UNMARKED])
+def test_a_mistake_a_visible_test_catches_is_marked(graded, assignment, path):
+    failed = failures(graded(assignment), submission_name(path))
+    visible = {grade_id: message for grade_id, (part, message) in failed.items() if part == "visible"}
+    assert not visible, (
+        f"{path.relative_to(ROOT)} ('{header(path)[0][2:]}') fails the visible part of the test cell"
+        f"{'s' if len(visible) > 1 else ''} {', '.join(sorted(visible))} but is not marked: add the line {MARK!r} "
+        f"to its header, before the first '# %%' (what failed: {visible})"
     )
 
 

@@ -156,7 +156,7 @@ class Switches:
     def environment_of(cls, environ=None, names=NAMES) -> dict:
         """The variables of ``environ`` (default: this process's) among
         ``names`` that set a switch, to hand on to a ``make grade`` started
-        elsewhere (tools/hub/local.py)."""
+        elsewhere (tools/hub/users.py)."""
         environ = os.environ if environ is None else environ
         return {name: environ[name] for name in names if name in cls.NAMES and name in environ}
 
