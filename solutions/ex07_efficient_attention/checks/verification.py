@@ -82,8 +82,9 @@ def same(a, b, tol=1e-5):
 
 
 def recorded(r, handle, what):
-    """(result, operations) of a probe of the notebook's ``recorded_ops``: each operation (name, shapes given,
-    shapes returned, the keyword options that were True)."""
+    """(result, operations) of a probe of the notebook's ``recorded_ops``: each distinct operation (name, shapes
+    given, shapes returned, the keyword options that were True) once, in the order of its first run, so that the
+    first operation a judge finds is the first the function ran."""
     value = returned(r, handle, what)
     expect(isinstance(value, (tuple, list)) and len(value) == 2 and isinstance(value[1], list),
            f"{what}: the notebook's helper recorded_ops did not answer; run the helper cell unchanged.")
