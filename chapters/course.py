@@ -650,9 +650,12 @@ def induction_diagram(tokens, current):
     position the token before it; at ``current``, the second layer's induction head finds the earlier position whose previous token
     matches, and copies the token there. Returns a figure."""
     T = len(tokens)
-    c = 3.1 / T
-    fig, ax = _canvas(3.4, 3.3, "Two heads in two layers copy a pattern")
-    top = 1.75
+    # (as wide as a laptop's column: each token a cell of 0.7 in, so that the arcs one position long read)
+    width = 6.4
+    c = (width - 0.3) / T
+    middle = width / 2
+    fig, ax = _canvas(width, 3.6, "Two heads in two layers copy a pattern")
+    top = 2.0
     _grid(ax, 0.15, top, 1, T, ROLE_COLOURS["x"], cell=c,
           fill=lambda i, j: "#fdd0a2" if j == current else None)
     for j, token in enumerate(tokens):
@@ -662,13 +665,13 @@ def induction_diagram(tokens, current):
     for j in range(1, T):  # layer 0: each position looks one back
         ax.annotate("", xy=(0.15 + (j - 0.5) * c, top - c - 0.03), xytext=(0.15 + (j + 0.5) * c, top - c - 0.03),
                     arrowprops={"arrowstyle": "-|>", "color": "#3182bd", "linewidth": 1.5, "mutation_scale": 12,
-                                "connectionstyle": "arc3,rad=1.1", "shrinkA": 2, "shrinkB": 2})
-    ax.text(1.7, top - c - 0.4, "first layer: previous-token head\n(each position looks one back)", ha="center",
+                                "connectionstyle": "arc3,rad=-0.9", "shrinkA": 2, "shrinkB": 2})
+    ax.text(middle, top - c - 0.6, "first layer: previous-token head\n(each position looks one back)", ha="center",
             va="top", fontsize=11, color="#08519c")
     ax.annotate("", xy=(0.15 + (target + 0.5) * c, top + 0.03), xytext=(0.15 + (current + 0.5) * c, top + 0.03),
                 arrowprops={"arrowstyle": "-|>", "color": "#a63603", "linewidth": 1.5,
-                            "connectionstyle": "arc3,rad=0.45", "shrinkA": 1, "shrinkB": 1})
-    ax.text(1.7, top + 0.55, f"second layer: induction head at “{tokens[current]}”\n"
+                            "connectionstyle": "arc3,rad=0.35", "shrinkA": 1, "shrinkB": 1})
+    ax.text(middle, top + 0.75, f"second layer: induction head at “{tokens[current]}”\n"
             f"attends after the earlier “{tokens[current]}”, copies “{tokens[target]}”",
             ha="center", va="bottom", fontsize=11, color="#7f2704")
     return fig
