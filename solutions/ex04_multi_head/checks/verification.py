@@ -84,13 +84,15 @@ def zeros_before_projection(E, H, settings, state, query, key, value, padding):
 
 
 def heads_variant(E, H, settings, state, query, key, value, padding, scale_by_E=False, inverted=False,
-                  view_only=False):
+                  view_only=False, biases_swapped=False):
     """The per-head weights with one of the usual slips, for naming a likely cause."""
     if "in_proj_weight" in state:
         w_q, w_k, _ = state["in_proj_weight"].chunk(3)
     else:
         w_q, w_k = state["q_proj_weight"], state["k_proj_weight"]
     b_q, b_k = (None, None) if "in_proj_bias" not in state else state["in_proj_bias"].chunk(3)[:2]
+    if biases_swapped:
+        b_q, b_k = b_k, b_q
     B, Tq, Tk, d = query.shape[0], query.shape[1], key.shape[1], E // H
 
     def split(x, T):
@@ -109,7 +111,24 @@ def heads_variant(E, H, settings, state, query, key, value, padding, scale_by_E=
 CAUSES = {
     "zero_attn_before_projection": ("add_zero_attn's zeros appended before the projections",
                                     "ch06_multi_head: The same layer as `nn.MultiheadAttention`"),
-    "zero_attn_missing": ("add_zero_attn's zero key missing or hidden", "ch06_multi_head: The same layer as `nn.MultiheadAttention`"),
+    "zero_attn_missing": ("add_zero_attn's zero key missing: the weights have one key too few",
+                          "ch06_multi_head: The same layer as `nn.MultiheadAttention`"),
+    "zero_attn_first": ("add_zero_attn's zero key put before the real keys instead of after them",
+                        "ch06_multi_head: The same layer as `nn.MultiheadAttention`"),
+    "bias_order": ("in_proj_bias cut in another order than in_proj_weight's [queries | keys | values]",
+                   "ch06_multi_head: The same layer as `nn.MultiheadAttention`"),
+    "empty_sequence_nan": ("a sequence whose keys are all padding gives NaN instead of zero weights",
+                           "ch06_multi_head: A query with nothing to attend to"),
+    "empty_sequence_spread": ("a sequence whose keys are all padding spreads its weight evenly over them instead of "
+                              "getting zero weights", "ch06_multi_head: A query with nothing to attend to"),
+    "never_stacked": ("three separate projection weights even when kdim and vdim equal embed_dim",
+                      "ch06_multi_head: The same layer as `nn.MultiheadAttention`"),
+    "stacked_only_when_omitted": ("weights stacked only when kdim and vdim are left out, not when given equal to "
+                                  "embed_dim", "ch06_multi_head: The same layer as `nn.MultiheadAttention`"),
+    "weight_in_out_order": ("a projection weight stored (in, out) instead of nn.Linear's (out, in)",
+                            "ch06_multi_head: The same layer as `nn.MultiheadAttention`"),
+    "attribute_kept_none": ("kdim or vdim left None instead of embed_dim when not given",
+                            "ch06_multi_head: The same layer as `nn.MultiheadAttention`"),
     "scaled_by_embed_dim": ("scores divided by sqrt(embed_dim) instead of the head width",
                             "ch06_multi_head: Attention in every head at once"),
     "padding_inverted": ("the padding mask read the wrong way round", "ch04_softmax_masking: PyTorch's two boolean conventions"),
@@ -128,14 +147,21 @@ def heads_cause(got, *args):
         if tuple(got.shape) == tuple(before.shape) and bool(torch.allclose(got, before, atol=1e-4, rtol=1e-3)):
             return (diagnosis("zero_attn_before_projection", "They match zeros appended to key and value before the projections: a zero projected with a "
                     "bias is the bias. The zero key and value are zeros in every head, after projecting."))
-        return (diagnosis("zero_attn_missing", "With add_zero_attn, every query may also attend to one zero key, whose value is zero, in every "
-                "head; padding never hides it."))
+        ref = reference(*args, average=False)[1]
+        first = torch.cat([ref[..., -1:], ref[..., :-1]], dim=-1)   # the zero key moved before the real ones
+        if tuple(got.shape) == tuple(first.shape) and bool(torch.allclose(got, first, atol=1e-4, rtol=1e-3)):
+            return diagnosis("zero_attn_first", "They match your zero key's weights, but in another place among the "
+                                                "keys than nn.MultiheadAttention's.")
+        return ("With add_zero_attn, every query may also attend to one zero key, whose value is zero, in every "
+                "head; padding never hides it.")
     for code, text, slip in [
         ("scaled_by_embed_dim", "They match scores divided by sqrt(embed_dim): divide by sqrt(d), the width of one head.", dict(scale_by_E=True)),
         ("padding_inverted", "They match a padding mask read the wrong way round: True in key_padding_mask marks padding, the keys no "
          "query may attend to.", dict(inverted=True)),
         ("heads_cut_wrong", "They match heads cut with a reshape straight to (B, H, T, d): cut (B, T, E) into (B, T, H, d), then move "
          "the head axis forward.", dict(view_only=True)),
+        ("bias_order", "They match the query and key biases swapped: in_proj_bias is cut in the order of "
+         "in_proj_weight's rows.", dict(biases_swapped=True)),
     ]:
         got_ = got
         candidate = heads_variant(*args, **slip)
@@ -145,13 +171,59 @@ def heads_cause(got, *args):
             "and hide the padding keys."))
 
 
+def nan_cause(w, out, nothing):
+    """empty_sequence_nan if the NaN of the weights (B, Tq, Tk) and out (B, Tq, E) are in the sequences with nothing
+    to attend to (``nothing``, (B,)) and only there."""
+    if not bool(nothing.any()) or w.shape[0] != nothing.shape[0] or out.shape[0] != nothing.shape[0]:
+        return None
+    nan = torch.isnan(w).flatten(1).any(dim=-1) | torch.isnan(out).flatten(1).any(dim=-1)
+    return "empty_sequence_nan" if torch.equal(nan, nothing) else None
+
+
+def averaged_cause(w, ref_w, nothing, label):
+    """The likely cause of wrong averaged weights: summed heads, or a sequence with nothing to attend to (``nothing``,
+    (B,)) that spreads its weight evenly over its padding, the other sequences right."""
+    if bool(torch.allclose(w, ref_w * int(label.split(", ")[1].rstrip(")")), atol=1e-4)):
+        return diagnosis("heads_summed", "They match the heads' weights summed: average them (the mean over the head axis).")
+    if bool(nothing.any()) and bool(torch.allclose(w[~nothing], ref_w[~nothing], atol=1e-5, rtol=1e-5)) and bool(
+            torch.allclose(w[nothing], torch.full_like(w[nothing], 1 / w.shape[-1]), atol=1e-4)):
+        return diagnosis("empty_sequence_spread", "Where every key is padding, your weights are spread evenly over "
+                                                  "the padding: such a sequence has nothing to attend to.")
+    return ("They are the mean over the head axis of the per-head weights; where those are off too (section 2's "
+            "test), the cause is in the heads: the projections, the scale or the mask. Without add_zero_attn, a "
+            "sequence that is all padding gets zeros.")
+
+
 def pair(r, handle, what):
     return r.tensor_pair(handle, what)
 
 
-def expect_same_shape(got, ref, what, hint=""):
+def expect_same_shape(got, ref, what, hint="", cause=None):
     expect(tuple(got.shape) == tuple(ref.shape),
-           f"{what} should have shape {tuple(ref.shape)}, but it has shape {tuple(got.shape)}. {hint}".rstrip())
+           f"{what} should have shape {tuple(ref.shape)}, but it has shape {tuple(got.shape)}. {hint}".rstrip(), cause=cause)
+
+
+def one_key_short(got, ref, label):
+    """zero_attn_missing, if with add_zero_attn the weights have exactly one key (the last axis) too few."""
+    shape, want = tuple(got.shape), tuple(ref.shape)
+    if "add_zero_attn=True" in label and shape[:-1] == want[:-1] and len(shape) == len(want) and shape[-1] == want[-1] - 1:
+        return "zero_attn_missing"
+    return None
+
+
+def layout_cause(got, expected, settings):
+    """The code of a parameter layout that differs from nn.MultiheadAttention's, if it is a usual one.
+    The configurations are checked in order: one with kdim and vdim equal to embed_dim but given explicitly
+    comes after one where they are left out, so its layout already passed there."""
+    names, want_names = {n for n, _ in got}, {n for n, _ in expected}
+    if names == want_names:
+        shapes = dict(got)
+        if all(tuple(shapes[n]) in (tuple(s), tuple(s)[::-1]) for n, s in expected):
+            return "weight_in_out_order"
+        return None
+    if "in_proj_weight" in want_names and {"q_proj_weight", "k_proj_weight", "v_proj_weight"} <= names:
+        return "stacked_only_when_omitted" if "kdim" in settings or "vdim" in settings else "never_stacked"
+    return None
 
 
 ATTRIBUTES = ("embed_dim", "num_heads", "kdim", "vdim", "add_zero_attn")
@@ -180,21 +252,21 @@ def test_parameters(p):
                             list(ATTRIBUTES))
         checks.append((settings_label(E, H, settings, "MultiheadWeights"), expected_parameters(E, H, settings), m.facts(),
                        m.set(draw_state(p, E, H, settings)),
-                       attributes, [getattr(layer, name) for name in ATTRIBUTES]))
+                       attributes, [getattr(layer, name) for name in ATTRIBUTES], settings))
     errors = [((10, 3), {}), ((10, 4), {}), ((7, 2), dict(kdim=3, vdim=5))]
     h_errors = [(settings_label(*args, settings, "MultiheadWeights"), args,
                  p.module("MultiheadWeights", *args, **settings).created)
                 for args, settings in errors]
 
     def judge(r):
-        for label, expected, h_facts, h_set, h_attributes, expected_attributes in checks:
+        for label, expected, h_facts, h_set, h_attributes, expected_attributes, settings in checks:
             facts = r.facts(h_facts, label)
             expect(facts["module"], f"{label} should be an nn.Module.")
             got = sorted((name, tuple(shape)) for name, shape in facts["parameters"])
             expect(got == expected, f"{label} should store the parameters {expected} (names and shapes), as "
                                     f"nn.MultiheadAttention does; yours are {got}. One stacked in_proj_weight when kdim "
                                     "and vdim both equal embed_dim, else three separate weights in nn.Linear's "
-                                    "(out, in) layout.")
+                                    "(out, in) layout.", cause=layout_cause(got, expected, settings))
             error = r.raised(h_set)
             expect(error is None, f"Copying nn.MultiheadAttention's weights into {label} by name failed: {error}.")
             got_attributes = r.value(h_attributes, f"the attributes of {label}")
@@ -203,7 +275,9 @@ def test_parameters(p):
             for name, got, want in zip(ATTRIBUTES, got_attributes, expected_attributes):
                 expect(type(got) is type(want) and got == want,
                        f"{label}.{name} should equal nn.MultiheadAttention's {name} for the same settings; yours is "
-                       f"{describe(got) if got != '(missing)' else 'missing'}.")
+                       f"{describe(got) if got != '(missing)' else 'missing'}.",
+                       cause="attribute_kept_none" if name in ("kdim", "vdim") and got is None and name not in settings
+                       else None)
         for label, (E, H), h in h_errors:
             error = r.raised(h)
             expect(error is not None, f"{label} should raise ValueError ({E} is not divisible by {H}), but it was built.",
@@ -262,7 +336,8 @@ def test_heads(p):
             out, w = pair(r, h, f"{label}(query, key, value, ..., average_attn_weights=False) on {on}")
             expect_same_shape(w, ref_w, f"The per-head weights of {label} on {on}",
                               "average_attn_weights=False: one (Tq, Tk) matrix per head"
-                              + (", with one more key, the zero key." if "add_zero_attn" in label else "."))
+                              + (", with one more key, the zero key." if "add_zero_attn" in label else "."),
+                              cause=one_key_short(w, ref_w, label))
             expect_same_shape(out, ref_out, f"out of {label} on {on}")
             close(w, ref_w, atol=1e-5, rtol=1e-5, what=f"The per-head weight tensor of {label}", on=on,
                   cause=lambda: heads_cause(w, *args))
@@ -287,9 +362,11 @@ def test_averaged(p):
         on = f"query {tuple(query.shape)}, key {tuple(key.shape)}" + (
             f", sequence {empty[0]} all padding" if empty else ", some padding keys")
         ref = reference(E, H, settings, state, query, key, value, padding, average=True)
+        # (B,): the sequences with nothing to attend to (none with add_zero_attn, whose zero key is always there)
+        nothing = padding.all(dim=-1) & (not settings.get("add_zero_attn", False))
         handles = (m.call(query, key, value, key_padding_mask=padding),
                    m.call(query, key, value, key_padding_mask=padding, need_weights=False))
-        cases.append((label, on, ref, handles))
+        cases.append((label, on, ref, handles, nothing))
 
     case(8, 4, dict(kdim=3, vdim=5), 2, 3, 6, torch.tensor([[False, True, False, False, True, False], [False] * 6]))
     case(8, 4, dict(kdim=3, vdim=5), 2, 3, 6, torch.tensor([[False, True, False, False, True, False], [True] * 6]))
@@ -304,21 +381,16 @@ def test_averaged(p):
         case(E, H, settings, B, Tq, Tk, padding)
 
     def judge(r):
-        for label, on, (ref_out, ref_w), (h_default, h_none) in cases:
+        for label, on, (ref_out, ref_w), (h_default, h_none), nothing in cases:
             out, w = pair(r, h_default, f"{label}(query, key, value, key_padding_mask=...) on {on}")
             expect_same_shape(w, ref_w, f"The default weights of {label} on {on}",
                               "By default (average_attn_weights=True) the weights are averaged over the heads: "
                               "(B, Tq, Tk).")
             expect(not bool(torch.isnan(w).any()) and not bool(torch.isnan(out).any()),
                    f"{label} returned NaN on {on}. A sequence whose keys are all padding should get zero weights "
-                   "(torch.where selects; multiplying by 0 would keep the NaN).")
+                   "(torch.where selects; multiplying by 0 would keep the NaN).", cause=nan_cause(w, out, nothing))
             close(w, ref_w, atol=1e-5, rtol=1e-5, what=f"The averaged weight matrix of {label}", on=on,
-                  cause=lambda: (diagnosis("heads_summed", "They match the heads' weights summed: average them "
-                                                           "(the mean over the head axis).")
-                                 if bool(torch.allclose(w, ref_w * int(label.split(", ")[1].rstrip(")")), atol=1e-4))
-                                 else "They are the mean over the head axis of the per-head weights; where those are off "
-                                      "too (section 2's test), the cause is in the heads: the projections, the scale or "
-                                      "the mask. Without add_zero_attn, a sequence that is all padding gets zeros."))
+                  cause=lambda: averaged_cause(w, ref_w, nothing, label))
             close_torch(out, ref_out, atol=1e-5, rtol=1e-5, what=f"out of {label}", on=on,
                         cause="A sequence whose keys are all padding gives out_proj's bias (zeros without bias).")
             result = r.value(h_none, f"{label}(..., need_weights=False) on {on}")

@@ -78,6 +78,34 @@ CAUSES = {
     "bucket_not_halved": ("num_buckets not halved for bidirectional buckets", "ch07_word_order: Score against distance, four ways"),
     "bucket_solved_in_float64": ("bucket starts solved in float64 instead of T5's float32 rule",
                                  "ch07_word_order: Score against distance, four ways"),
+    "bucket_rule_in_float64": ("bucket starts found on a float64 copy of the formula instead of T5's float32 rule",
+                               "ch07_word_order: Score against distance, four ways"),
+    "bucket_every_distance": ("a tensor of every distance up to max_distance, which does not fit in memory when it is "
+                              "large", "ch07_word_order: Score against distance, four ways"),
+    "cache_new_before_old": ("the new keys put before the cached ones instead of after them",
+                             "ch09_efficient_attention: Generating text: the KV cache"),
+    "cache_rotated_again": ("the cached keys, already rotated, rotated again", ROPE),
+    "equivariance_always_true": ("the equivariance check answers True for every layer",
+                                 "ch07_word_order: Attention does not see order"),
+    "equivariance_output_unpermuted": ("layer(x[:, perm]) compared with layer(x), its output not reordered",
+                                       "ch07_word_order: Attention does not see order"),
+    "equivariance_inverse_order": ("the output reordered by the inverse permutation",
+                                   "ch07_word_order: Attention does not see order"),
+    "equivariance_batch_axis": ("the sequences of the batch reordered instead of the tokens",
+                                "ch07_word_order: Attention does not see order"),
+    "equivariance_reversal_only": ("the reversal tried alone, without random orders",
+                                   "ch07_word_order: Attention does not see order"),
+    "equivariance_exact": ("outputs compared exactly, where rounding makes them differ slightly",
+                           "ch07_word_order: Attention does not see order"),
+    "equivariance_tuple_item": ("a layer that returns a tuple judged by another item than its first, the output",
+                                "ch07_word_order: Attention does not see order"),
+    "equivariance_atol_ignored": ("the atol argument ignored (torch.allclose's default tolerances used)",
+                                  "ch07_word_order: Attention does not see order"),
+    "equivariance_num_trials_ignored": ("the num_trials argument ignored", "ch07_word_order: Attention does not see order"),
+    "equivariance_global_rng": ("the random orders drawn from torch's global generator",
+                                "ch07_word_order: Attention does not see order"),
+    "equivariance_seeds_global_rng": ("torch's global generator seeded (torch.manual_seed) to draw the orders",
+                                      "ch07_word_order: Attention does not see order"),
 }
 
 
@@ -105,6 +133,24 @@ def turn_cause(got, k, lengths, L, base):
     if torch.allclose(got, k.double(), atol=1e-6):
         return diagnosis("rope_not_rotated", "They are not rotated at all.")
     return diagnosis("other", "")
+
+
+def cached_rows_cause(keys, k_cache, T_new):
+    """The code of the usual mistake behind a key cache whose first L rows are not the cached ones: the cached rows
+    found after the new ones, or turned (each pair of entries keeps its length, as a rotation does)."""
+    L = k_cache.shape[-2]
+    if tuple(keys.shape[:-2]) != tuple(k_cache.shape[:-2]) or keys.shape[-2] != L + T_new or L == 0:
+        return None
+    if torch.equal(keys[..., T_new:, :], k_cache):
+        return "cache_new_before_old"
+
+    def pair_lengths(x):
+        x = x.double()
+        return x[..., 0::2] ** 2 + x[..., 1::2] ** 2
+
+    if torch.allclose(pair_lengths(keys[..., :L, :]), pair_lengths(k_cache), atol=1e-4, rtol=1e-4):
+        return "cache_rotated_again"
+    return None
 
 
 def causal_attention(q, keys, values, lengths, L, scale, mask="positions"):
@@ -160,13 +206,22 @@ def reference_bucket(rel, bidirectional, num_buckets, max_distance):
     return offset + torch.where(a < e, a, (e + fraction.long()).clamp(max=n - 1))
 
 
+def bucket_in_float64(a, num_buckets, max_distance, bidirectional):
+    """The bucket of a key a positions back by T5's formula computed in float64 (the slip), not T5's float32 rule."""
+    n = num_buckets // 2 if bidirectional else num_buckets
+    e = n // 2
+    fraction = torch.log(a.double() / e) / math.log(max_distance / e)
+    return torch.where(a < e, a, (e + (fraction * (n - e)).long()).clamp(max=n - 1))
+
+
 def reference_starts(bidirectional, num_buckets, max_distance, halve=True, first_of_upper=-1, skipped=-1,
-                     last_at_max=False, solved_in_float64=False):
+                     last_at_max=False, solved_in_float64=False, rule_in_float64=False):
     """The first distance of every bucket of T5's rule, -1 for a bucket no relative position lands in (bisection on
     the rule, which never decreases with the distance). The variants: bidirectional buckets not halved, the upper
     half's first bucket given distance ``first_of_upper`` (0: relative position 0 read as after the query), a
     skipped bucket given the first distance beyond it (``skipped`` None), the last bucket of a half starting at
-    max_distance, and the formula solved for the distance in float64 (rounded up) in place of the rule."""
+    max_distance, the formula solved for the distance in float64 (rounded up) in place of the rule, and the
+    bisection asking the formula in float64 (``rule_in_float64``) in place of the rule."""
     n = num_buckets // 2 if bidirectional and halve else num_buckets
     e = n // 2
     starts = torch.full((num_buckets,), -1, dtype=torch.long)
@@ -177,12 +232,17 @@ def reference_starts(bidirectional, num_buckets, max_distance, halve=True, first
                               for b in range(e, n)], dtype=torch.long)
         starts[e:n] = found.clamp(min=e)
     else:
+        def rule(a):
+            if rule_in_float64:
+                return bucket_in_float64(a, num_buckets, max_distance, bidirectional)
+            return reference_bucket(-a, bidirectional, num_buckets, max_distance)
+
         lo, hi = torch.full_like(target, e), torch.full_like(target, max_distance)
         while bool((lo < hi).any()):
             mid = (lo + hi) // 2
-            reached = reference_bucket(-mid, bidirectional, num_buckets, max_distance) >= target
+            reached = rule(mid) >= target
             hi, lo = torch.where(reached, mid, hi), torch.where(reached, lo, mid + 1)
-        landed = reference_bucket(-lo, bidirectional, num_buckets, max_distance) == target
+        landed = rule(lo) == target
         starts[e:n] = lo if skipped is None else torch.where(landed, lo, skipped)
     if last_at_max:
         starts[n - 1] = max_distance
@@ -203,6 +263,9 @@ START_MISTAKES = [
     ("bucket_solved_in_float64", dict(solved_in_float64=True), "The starts look solved from the formula in float64: T5's rule computes the "
                                    "fraction in float32, which truncates to another bucket at some distances, and "
                                    "skips buckets when max_distance is small. Let t5_relative_bucket decide."),
+    ("bucket_rule_in_float64", dict(rule_in_float64=True), "The starts look found with the formula computed in "
+                               "float64: T5's rule computes the fraction in float32, which truncates to another "
+                               "bucket at some distances. Let t5_relative_bucket decide."),
 ]
 
 
@@ -297,7 +360,8 @@ def test_rope_decode_cache(p):
                    f"The caches returned by {what} are {keys.dtype} and {values.dtype}; both should be {q.dtype}.")
             expect(torch.equal(keys[..., :L, :], kc),
                    f"The first {L} rows of the key cache returned by {what} should be the cached rows (keys and "
-                   "padding) exactly as they came in; they are not. Are they rotated again, or put after the new ones?")
+                   "padding) exactly as they came in; they are not. Are they rotated again, or put after the new ones?",
+                   cause=cached_rows_cause(keys, kc, q.shape[-2]))
             expect(tuple(values.shape) == tuple(vc.shape[:-2]) + (L + v.shape[-2], v.shape[-1])
                    and torch.equal(values, torch.cat([vc, v], dim=-2)),
                    f"The value cache returned by {what} should be the cached rows followed by the new values, "
@@ -312,7 +376,8 @@ def test_rope_decode_cache(p):
             error = r.raised(h)
             expect(error is not None and error.is_a("ValueError"),
                    f"rope_decode_step with {label} should raise a ValueError (each of the B lengths is from 0 to L); "
-                   + (f"it raised {error}." if error is not None else "it returned."))
+                   + (f"it raised {error}." if error is not None else "it returned."),
+                   cause="no_validation" if error is None else "wrong_exception")
 
     return judge
 
@@ -407,7 +472,8 @@ def test_t5_bucket_starts(p):
             error = r.raised(h)
             expect(error is None, f"{what} raised {error}." + (
                 " A tensor of every distance up to max_distance does not fit in memory: find each start by asking "
-                "t5_relative_bucket at a few distances only." if config[2] > 10**9 else ""))
+                "t5_relative_bucket at a few distances only." if config[2] > 10**9 else ""),
+                   cause="bucket_every_distance" if config[2] > 10**9 else None)
             got = r.tensor(h, what)
             expect(tuple(got.shape) == (config[1],),
                    f"{what} should return one entry per bucket, shape ({config[1]},); it returns {tuple(got.shape)}.")
@@ -438,8 +504,30 @@ def mirror(p, T, D):
     return torch.cat([half, *middle, half.flip(0)])
 
 
+# Two cases the diagnoses read (visible_code): equivariant layers, one within the default atol, one of two tokens.
+TINY = "AddPositions with entries below 1e-7"
+TWO_EQUAL = "AddPositions whose two rows are equal"
 VISIBLE_LAYERS = ["Tokenwise", "AddPositions", "AddToSequences", "PlainAttention",
                   "AddPositions with a table that reads the same backwards"]
+
+
+def visible_code(verdicts, tiny_differences):
+    """The code of the visible test's diagnosis of its five layers' verdicts (``verdicts``: name -> answer), told apart
+    by ``tiny_differences``, the answer (or None) for AddPositions with entries below 1e-7 (equivariant within the
+    default atol; a layer that returns no tuple): an exact comparison says False there, a wrong item of a tuple
+    True. Where every answer is False, the answer for two tokens and two equal rows of positions (equivariant, and
+    reversed by its inverse) tells an output reordered the inverse way (True) from one not reordered (False)."""
+    truths = dict(zip(VISIBLE_LAYERS, [True, False, True, True, False]))
+    wrong = [name for name in VISIBLE_LAYERS if verdicts[name] != truths[name]]
+    if set(verdicts.values()) == {True}:
+        return "equivariance_always_true"
+    if verdicts["AddPositions"] and not verdicts["AddToSequences"]:
+        return "equivariance_batch_axis"
+    if wrong == ["AddPositions with a table that reads the same backwards"]:
+        return "equivariance_reversal_only"
+    if wrong == ["PlainAttention"]:
+        return {False: "equivariance_exact", True: "equivariance_tuple_item"}.get(tiny_differences)
+    return None
 
 
 def visible_cause(verdicts):
@@ -495,7 +583,7 @@ def test_is_permutation_equivariant(p):
         add("AddToSequences, then PlainAttention",
             Nested("Chain", Nested("AddToSequences", p.randn(B, D)), Nested("PlainAttention", p.randn(D, 3 * D))),
             x, True)
-        add("AddPositions with entries below 1e-7", add_positions(1e-7 * torch.rand(T, D, generator=p.gen)), x, True)
+        add(TINY, add_positions(1e-7 * torch.rand(T, D, generator=p.gen)), x, True)
         add("AddPositions with entries up to 0.05, atol=0.1",
             add_positions(0.05 * torch.rand(T, D, generator=p.gen)), x, True, atol=0.1)
         add("AddPositions with entries up to 0.05, atol=1e-3",
@@ -503,7 +591,7 @@ def test_is_permutation_equivariant(p):
         add("PlainAttention on float64 input", Nested("PlainAttention", p.randn(D, 3 * D)), x.double(), True)
     # Two tokens: the reversal is the only reordering, and a mirror-symmetric table gives both the same vector.
     x = p.randn(3, 2, 4)
-    add("AddPositions whose two rows are equal", add_positions(p.randn(1, 4).expand(2, 4).contiguous()), x, True)
+    add(TWO_EQUAL, add_positions(p.randn(1, 4).expand(2, 4).contiguous()), x, True)
     add("AddPositions whose two rows differ, num_trials=1", add_positions(p.randn(2, 4)), x, False, num_trials=1)
     # torch's global random numbers: the same after a call as before it (the notebook's helper global_rng_kept).
     rng_kept = [(label, p.call("global_rng_kept", "is_permutation_equivariant", layer, x_, num_trials=trials))
@@ -516,6 +604,21 @@ def test_is_permutation_equivariant(p):
                                   num_trials=trials, after=(0, 1)))
                for trials in (0, 7)]
 
+    def seeded_orders(r):
+        """True if the recorded layer (num_trials=7) was called on the orders of a generator seeded with 0, False if
+        on others, None if it tells nothing: global random numbers drawn after torch.manual_seed(0) or without it."""
+        trials, x, h = counted[-1]
+        try:
+            inputs = None if r.raised(h) else r.after(h, 0)
+            inputs = [as_tensor(item, "the recorded inputs") for item in inputs] if isinstance(inputs, list) else None
+        except Fail:
+            return None
+        if not inputs:
+            return None
+        g = torch.Generator().manual_seed(0)
+        wanted = [torch.randperm(x.shape[1], generator=g) for _ in range(trials)]
+        return all(any(torch.equal(item, x[:, perm]) for item in inputs) for perm in wanted)
+
     def verdict_of(r, label, shape, x, h):
         what = f"is_permutation_equivariant for {label} (x of shape {shape}, {x.dtype})"
         verdict = r.value(h, what)
@@ -524,17 +627,34 @@ def test_is_permutation_equivariant(p):
         expect(torch.equal(as_input_at(r, h, 0, what), x), f"{what} changed its input x.")
         return what, verdict
 
+    def answer(r, label):
+        """The answer given for the first case of this label, if it is a bool (else None): for naming a cause."""
+        h = next(h for case_label, _, _, _, h in cases if case_label == label)
+        try:
+            value = None if r.raised(h) else r.value(h, label)
+        except Fail:
+            return None
+        return value if isinstance(value, bool) else None
+
     def judge(r):
         verdicts = {label: verdict_of(r, label, shape, x, h)[1] for label, shape, x, truth, h in visible}
         wrong = [label for label, _, _, truth, _ in visible if verdicts[label] != truth]
+        code = None
+        if wrong:
+            code = visible_code(verdicts, answer(r, TINY))
+            if code is None and set(verdicts.values()) == {False}:
+                code = {True: "equivariance_inverse_order",
+                        False: "equivariance_output_unpermuted"}.get(answer(r, TWO_EQUAL))
         expect(not wrong, f"is_permutation_equivariant is wrong for {', '.join(wrong)} on the visible test's "
-                          f"layers. {visible_cause(verdicts)}".rstrip())
+                          f"layers. {visible_cause(verdicts)}".rstrip(), cause=code)
         for label, shape, x, truth, h in cases[len(visible):]:
             what, verdict = verdict_of(r, label, shape, x, h)
+            within_atol = "atol" in label or "1e-7" in label
             expect(verdict == truth, f"{what} returned {verdict}; this layer is{'' if truth else ' not'} "
                                      "permutation equivariant" + (
                                          ", to within atol. Compare with torch.allclose(..., atol=atol)."
-                                         if "atol" in label or "1e-7" in label else "."))
+                                         if within_atol else "."),
+                   cause="equivariance_atol_ignored" if "atol=" in label and answer(r, TINY) is True else None)
         for label, h in rng_kept:
             what = f"is_permutation_equivariant for {label}"
             error = r.raised(h)
@@ -544,7 +664,9 @@ def test_is_permutation_equivariant(p):
                    f"{what}: the notebook's helper global_rng_kept did not answer; run the helper cell unchanged.")
             expect(kept, f"{what} changed torch's global random numbers (torch.get_rng_state() differs after the "
                          "call), which the rest of a notebook uses: draw the orders from a torch.Generator of your "
-                         "own, seeded with 0, rather than seeding or drawing from torch's global one.")
+                         "own, seeded with 0, rather than seeding or drawing from torch's global one.",
+                   cause={True: "equivariance_seeds_global_rng", False: "equivariance_global_rng"}.get(
+                       seeded_orders(r)))
         for trials, x, h in counted:
             what = f"is_permutation_equivariant for Tokenwise with num_trials={trials}"
             verdict = r.value(h, what)
@@ -555,7 +677,7 @@ def test_is_permutation_equivariant(p):
             expect(reordered >= trials + 1,
                    f"With num_trials={trials}, is_permutation_equivariant called the layer on {reordered} reordered "
                    f"input(s), but it should try the reversal and then num_trials random orders. Does it use its "
-                   "num_trials argument?")
+                   "num_trials argument?", cause="equivariance_num_trials_ignored" if reordered == 3 + 1 else None)
             g = torch.Generator().manual_seed(0)
             wanted = [torch.arange(x.shape[1] - 1, -1, -1)] + [torch.randperm(x.shape[1], generator=g)
                                                                 for _ in range(trials)]

@@ -133,6 +133,8 @@ def same_lse(got, want, tol):
 # (the instructor's report, instructor/report.md). The codes every check may report are in probes.GENERAL_CAUSES.
 ONE_PASS = "ch09_efficient_attention: The softmax in one pass"
 TILES = "ch09_efficient_attention: Attention tile by tile"
+KV_CACHE = "ch09_efficient_attention: Generating text: the KV cache"
+SLIDING = "ch09_efficient_attention: Sliding-window attention"
 CAUSES = {
     "merge_both_empty_nan": ("NaN where both parts are empty (lse = -inf)", ONE_PASS),
     "merge_one_empty_nan": ("NaN where one part is empty: -inf plus inf", ONE_PASS),
@@ -153,36 +155,53 @@ CAUSES = {
     "flash_padding_columns": ("the wrong columns of the padding mask used in a tile", TILES),
     "flash_padding_inverted": ("True in the padding mask read as “may attend”, the convention of a boolean attn_mask",
                                "ch04_softmax_masking: PyTorch's two boolean conventions"),
+    "flash_calls_built_in": ("calls PyTorch's attention instead of computing the tiles", TILES),
+    "flash_score_sized_tensor": ("a tensor as large as the whole score matrix made (all the scores, or the whole mask)",
+                                 TILES),
+    "cache_fails_when_full": ("the cache raises a RuntimeError once it is full: its pieces joined or written along a "
+                              "dimension other than -2", KV_CACHE),
+    "cache_slot_order": ("the cached positions returned in the order of their slots, not oldest first", SLIDING),
+    "cache_stops_when_full": ("a full cache keeps its first positions instead of overwriting the oldest", SLIDING),
+    "cache_long_chunk_keeps_first": ("a chunk longer than the window keeps its first positions, not its last", SLIDING),
+    "cache_len_counts_all": ("len(cache) counts every position appended, not the ones it holds", SLIDING),
 }
 
 
 def merge_cause(got_out, got_lse, parts, want_out, want_lse, tol):
+    """(code, text) of the likely mistake behind a wrong merge (code None if none is recognised)."""
     (oa, la), (ob, lb) = parts
     if not (torch.isfinite(got_out).all() and torch.isfinite(got_lse[torch.isfinite(want_lse)]).all()):
         if (torch.isinf(la) & torch.isinf(lb)).any():
-            return (diagnosis("merge_both_empty_nan", "It contains NaN or inf, and a part here is empty (lse = -inf): where both are -inf, "
+            return (("merge_both_empty_nan", "It contains NaN or inf, and a part here is empty (lse = -inf): where both are -inf, "
                     "-inf - max(-inf, -inf) is NaN. Measure from 0 there, and give an output of 0 where nothing was "
                     "summed."))
         if torch.isinf(la).any() or torch.isinf(lb).any():
-            return (diagnosis("merge_one_empty_nan", "It contains NaN or inf where one part is empty (lse = -inf) and the other is not: -inf plus "
+            return (("merge_one_empty_nan", "It contains NaN or inf where one part is empty (lse = -inf) and the other is not: -inf plus "
                     "inf is NaN. Measure every lse from the larger of the two, which is finite there, so that the "
                     "empty part's share is e^-inf = 0."))
-        return (diagnosis("merge_overflow", "It contains NaN or inf: e^lse overflows for large lse. Subtract the larger of lse_a and lse_b "
+        return (("merge_overflow", "It contains NaN or inf: e^lse overflows for large lse. Subtract the larger of lse_a and lse_b "
                 "before you exponentiate."))
     if same(got_lse, torch.maximum(la, lb), tol) and not same(want_lse, torch.maximum(la, lb), tol):
-        return diagnosis("merge_lse_is_max", "Your lse is the larger of lse_a and lse_b: the sum over all the keys is e^lse_a + e^lse_b.")
+        return ("merge_lse_is_max", "Your lse is the larger of lse_a and lse_b: the sum over all the keys is e^lse_a + e^lse_b.")
     empty = torch.isinf(la) | torch.isinf(lb)
     if empty.any() and same(got_out[~empty], want_out[~empty], tol):
-        return (diagnosis("merge_empty_part", "It is right where both parts have keys and wrong where one part is empty (lse = -inf): an empty "
+        return (("merge_empty_part", "It is right where both parts have keys and wrong where one part is empty (lse = -inf): an empty "
                 "part holds no weight at all, whatever the other part's lse, even one near -1000. Do not stand in a "
                 "finite number for -inf: e^-inf is exactly 0."))
     if same(got_out, (oa + ob) / 2, tol):
-        return (diagnosis("merge_averaged", "The output is the average of the two outputs: each part should weigh by its share of all the "
+        return (("merge_averaged", "The output is the average of the two outputs: each part should weigh by its share of all the "
                 "weight, e^lse_a / (e^lse_a + e^lse_b) for part A."))
     if got_out.dim() >= 2 and got_out.shape[-1] == got_out.shape[-2]:
-        return (diagnosis("merge_broadcast_axis", "Here Tq equals d_v: does a (..., Tq) weight broadcast against the (..., Tq, d_v) outputs along the "
-                "wrong axis? Give it a last axis of size 1 (unsqueeze(-1))."))
-    return diagnosis("other", "Each part should weigh by its share of all the weight, e^lse_a / (e^lse_a + e^lse_b) for part A.")
+        top = torch.maximum(la, lb).nan_to_num(0.0, neginf=0.0)
+        share_a, share_b = torch.exp(la - top), torch.exp(lb - top)
+        total = share_a + share_b
+        weight_a, weight_b = share_a / total, share_b / total                # (..., Tq)
+        along_features = weight_a.unsqueeze(-2) * oa + weight_b.unsqueeze(-2) * ob   # matched to the last axis
+        if same(got_out, along_features, tol):
+            return (("merge_broadcast_axis", "Here Tq equals d_v, and your output matches (..., Tq) weights broadcast "
+                    "against the (..., Tq, d_v) outputs along their last axis, d_v. Give them a last axis of size 1 "
+                    "(unsqueeze(-1))."))
+    return (None, "Each part should weigh by its share of all the weight, e^lse_a / (e^lse_a + e^lse_b) for part A.")
 
 
 def test_merge_partials(p):
@@ -221,6 +240,7 @@ def test_merge_partials(p):
         add(f"a part A with lse near {shift:+.0f} and an empty part B (lse = -inf)", [far_b, empty], far_b)
     for label, lead, Tq, sizes, dk, dv, dtype, shift, scale in [
         ("one query, no leading dimension", (), 1, [3, 5], 4, 2, torch.float32, 0.0, 1.0),
+        ("Tq = d_v = 3, no leading dimension", (), 3, [2, 3], 4, 3, torch.float32, 0.0, 1.0),
         ("(B, H, Tq, d) parts of 2 and 11 keys", (2, 3), 6, [2, 11], 8, 5, torch.float32, 0.0, 1.0),
         ("parts of 1 and 1 key", (3,), 4, [1, 1], 4, 4, torch.float32, 0.0, 1.0),
         ("Tq = d_v = 4", (2,), 4, [5, 3], 6, 4, torch.float32, 0.0, 1.0),
@@ -275,17 +295,17 @@ def test_merge_partials(p):
                 expect(torch.equal(as_tensor(r.after(h, i), what), given[i]),
                        f"{what} changed its inputs: compute new tensors instead of changing them in place.")
             tol = merge_tol(want_out.dtype, *[pr[1] for pr in parts])
-            cause = "" if same(got_out, want_out, tol) and same_lse(got_lse, want_lse, tol) else \
+            code, cause = (None, "") if same(got_out, want_out, tol) and same_lse(got_lse, want_lse, tol) else \
                 merge_cause(got_out, got_lse, parts, want_out, want_lse, tol)
             note = f"(Compared with attention over all the keys at once, atol=rtol={tol:.2g}.)"
             expect(torch.equal(torch.isinf(got_lse), torch.isinf(want_lse)),
                    f"The lse of {what} should be -inf exactly where neither part has a key (and finite elsewhere); "
-                   f"it is not. {cause}".rstrip())
+                   f"it is not. {cause}".rstrip(), cause=code)
             finite = torch.isfinite(want_lse)
             close_torch(got_lse[finite], want_lse[finite], atol=tol, rtol=tol, what="merge_partials' lse", on=label,
-                        cause=f"{note} {cause}".rstrip())
+                        cause=f"{note} {cause}".rstrip(), code=code)
             close_torch(got_out, want_out, atol=tol, rtol=tol, what="merge_partials' output", on=label,
-                        cause=f"{note} {cause}".rstrip())
+                        cause=f"{note} {cause}".rstrip(), code=code)
 
     return judge
 
@@ -491,14 +511,14 @@ def test_padded_tiled_attention_memory(p):
             got, ops = recorded(r, h, what)
             built_in = [name for name, *_ in ops if any(word in str(name) for word in BUILT_IN_ATTENTION)]
             expect(not built_in, f"{what} calls {built_in[0] if built_in else ''}: compute the tiles yourself; "
-                                 "PyTorch's attention is what the tests compare you with.")
+                                 "PyTorch's attention is what the tests compare you with.", cause="flash_calls_built_in")
             Tq, Tk = q.shape[-2], k.shape[-2]
             largest = score_sized(ops, Tq, Tk, max(q.shape[-1], u.shape[-1]))
             maker, made = largest or ("", ())
             expect(largest is None,
                    f"{what} made a tensor of shape {made} (with {maker}), which holds {Tq} × {Tk} numbers or more "
                    "per head: as many as the whole score matrix. Compute the scores, and mask them, one tile (at "
-                   "most block_size × block_size) at a time.")
+                   "most block_size × block_size) at a time.", cause="flash_score_sized_tensor")
             expect(_is_array(got), f"{what} should return a torch.Tensor, but it does not.")
             got = as_tensor(got, what)
             shape = q.shape[:-1] + u.shape
@@ -524,6 +544,22 @@ def test_padded_tiled_attention_memory(p):
 
 
 # --- RollingKVCache ---------------------------------------------------------------------------------------
+
+
+def cache_cause(got, want, every, window, t):
+    """(code, text) of the likely mistake behind wrong positions returned by the cache: ``every`` is all that was
+    appended, ``want`` its last positions, the last chunk ``t`` positions long."""
+    T, held = every.shape[-2], want.shape[-2]
+    order = torch.argsort(torch.arange(T - held, T) % window)
+    if torch.equal(got, want[..., order, :]):
+        return "cache_slot_order", " They are the right positions in the order of their slots: return them oldest first."
+    if T > window and torch.equal(got, every[..., :window, :]):
+        return ("cache_stops_when_full", " They are the first positions: a full cache overwrites its oldest, slot "
+                                         "p % window.")
+    if t > window and torch.equal(got, every[..., T - t:T - t + window, :]):
+        return ("cache_long_chunk_keeps_first", f" They are the first {window} positions of the last chunk, of {t} "
+                                                "positions: a chunk longer than the window leaves only its latest.")
+    return None, ""
 
 
 def test_rolling_kv_cache(p):
@@ -555,14 +591,18 @@ def test_rolling_kv_cache(p):
                     hint = (" torch.cat and writes into the buffer need the positions on dimension -2, and every other "
                             "dimension equal: is a dimension other than -2 joined or indexed?"
                             if kind == "RuntimeError" else "")
+                    before = sum(c[0].shape[-2] for c in chunks[:n - 1])         # positions appended before it
+                    filled = before < window <= before + chunks[n - 1][0].shape[-2]
                     expect(False, f"cache.append raised {kind} at append {n} of {label} (a chunk of "
-                                  f"{chunks[n - 1][0].shape[-2]} positions): {message}.{hint}")
+                                  f"{chunks[n - 1][0].shape[-2]} positions): {message}.{hint}",
+                           cause="cache_fails_when_full" if kind == "RuntimeError" and filled else None)
                 expect(isinstance(state, tuple) and len(state) == 5, f"The cache {where} is in a malformed state.")
                 keys, values, length, k_buf, v_buf = state
                 all_k = torch.cat([c[0] for c in chunks[:n]], dim=-2)
                 all_v = torch.cat([c[1] for c in chunks[:n]], dim=-2)
                 T = all_k.shape[-2]
                 held = min(T, window)
+                counts_all = T > window and length == T    # len(cache) counts every position appended
                 for name, got, every in [("keys", keys, all_k), ("values", values, all_v)]:
                     expect(_is_array(got), f"The {name} append returned {where} should be a torch.Tensor; they are "
                                            "not. append returns the pair (keys, values).")
@@ -570,15 +610,12 @@ def test_rolling_kv_cache(p):
                     want = every[..., T - held:, :]
                     expect(tuple(got.shape) == tuple(want.shape),
                            f"The {name} append returned {where} should have shape {tuple(want.shape)}, the last "
-                           f"min({T}, {window}) positions; they have {tuple(got.shape)}.")
+                           f"min({T}, {window}) positions; they have {tuple(got.shape)}.",
+                           cause="cache_len_counts_all" if counts_all and got.shape[-2] == T else None)
                     if not torch.equal(got, want):
-                        order = torch.argsort(torch.arange(T - held, T) % window)
-                        cause = (" They are the right positions in the order of their slots: return them oldest first."
-                                 if torch.equal(got, want[..., order, :]) else
-                                 " They are the first positions: a full cache overwrites its oldest, slot p % window."
-                                 if T > window and torch.equal(got, every[..., :window, :]) else "")
+                        code, cause = cache_cause(got, want, every, window, chunks[n - 1][0].shape[-2])
                         expect(False, f"The {name} append returned {where} should be the last {held} positions "
-                                      f"appended, oldest first; they are not.{cause}")
+                                      f"appended, oldest first; they are not.{cause}", cause=code)
                 for name, buf, every, d in [("k_buf", k_buf, all_k, all_k.shape[-1]),
                                             ("v_buf", v_buf, all_v, all_v.shape[-1])]:
                     expect(_is_array(buf), f"cache.{name} {where} should be a torch.Tensor, the buffer of window "
@@ -593,7 +630,7 @@ def test_rolling_kv_cache(p):
                            f"cache.{name} {where} should hold position p in slot p % window; it does not.")
                 expect(length == held, f"len(cache) {where} should be {held}, the positions it holds; it is {length}."
                        + (" That counts every position appended: a full cache holds window positions."
-                          if length == T else ""))
+                          if counts_all else ""), cause="cache_len_counts_all" if counts_all else None)
             expect(len(history) == len(chunks) + 1, f"{label}: not every append was recorded.")
 
     return judge

@@ -1,6 +1,6 @@
 # kdim and vdim are kept as given, None by default, where nn.MultiheadAttention's attributes hold embed_dim.
 # caught by a visible test
-# cause: other
+# cause: attribute_kept_none
 # %% patch: multihead_weights
 -        self.kdim = embed_dim if kdim is None else kdim
 -        self.vdim = embed_dim if vdim is None else vdim

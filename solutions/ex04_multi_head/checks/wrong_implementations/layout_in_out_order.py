@@ -1,6 +1,6 @@
 # Stores k_proj_weight and v_proj_weight as (kdim, E) and (vdim, E), the (in, out) order of the formulas, instead of nn.Linear's (out, in).
 # caught by a visible test
-# cause: other
+# cause: weight_in_out_order
 # %% patch: multihead_weights
 -            self.k_proj_weight = nn.Parameter(torch.empty(embed_dim, self.kdim))
 -            self.v_proj_weight = nn.Parameter(torch.empty(embed_dim, self.vdim))

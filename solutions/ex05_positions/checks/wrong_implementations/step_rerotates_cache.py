@@ -1,6 +1,6 @@
 # The cached keys, already rotated, are rotated again at their positions with the new keys: the cached keys turn twice.
 # caught by a visible test
-# cause: other
+# cause: cache_rotated_again
 # %% patch: rope_decode_step
 -    keys = torch.cat([k_cache, rotated(k)], dim=-2)                # (B, ..., L + T_new, d)
 +    cache_at = (torch.arange(L) - (L - lengths.long())[:, None]).clamp(min=0)   # (B, L) positions of the rows

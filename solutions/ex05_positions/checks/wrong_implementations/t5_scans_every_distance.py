@@ -1,5 +1,5 @@
 # Every distance from 0 to max_distance is put through T5's rule at once and the first of each bucket read off: right for small max_distance, but a tensor of 10**12 distances does not fit in memory.
-# cause: other
+# cause: bucket_every_distance
 # %% cell: t5_bucket_starts
 def t5_bucket_starts(bidirectional=True, num_buckets=32, max_distance=128):
     n = num_buckets // 2 if bidirectional else num_buckets

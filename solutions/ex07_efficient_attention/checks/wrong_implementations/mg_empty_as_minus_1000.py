@@ -1,5 +1,5 @@
 # Stands in -1000 for the lse of an empty part, since e^-1000 is 0 anyway: beside a part whose lse is near -1000 the empty part takes half the weight.
-# cause: other
+# cause: merge_empty_part
 # %% patch: merge_partials
 -    top = torch.maximum(lse_a, lse_b)                              # (..., Tq): the larger of the two sums' logs
 +    both_empty = torch.isinf(lse_a) & torch.isinf(lse_b)

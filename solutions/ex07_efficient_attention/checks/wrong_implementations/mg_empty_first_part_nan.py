@@ -1,5 +1,5 @@
 # Writes the merged lse as lse_a + softplus(lse_b - lse_a), guarding only two empty parts: when part A alone is empty, -inf + inf is NaN.
-# cause: other
+# cause: merge_one_empty_nan
 # %% cell: merge_partials
 def merge_partials(out_a, lse_a, out_b, lse_b):
     both_empty = torch.isinf(lse_a) & torch.isinf(lse_b)           # (..., Tq)

@@ -1,5 +1,5 @@
 # Multiplies the (..., Tq) weights into the (..., Tq, d_v) outputs without a last axis of size 1 (transposing the outputs instead): it fails where Tq != d_v, and where Tq == d_v it weighs the wrong entries.
-# cause: other
+# cause: merge_broadcast_axis
 # %% patch: merge_partials
 -    weight_a = (share_a / total).unsqueeze(-1)                     # (..., Tq, 1): a part's share of all the weight
 -    weight_b = (share_b / total).unsqueeze(-1)

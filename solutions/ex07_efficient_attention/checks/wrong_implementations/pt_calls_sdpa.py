@@ -1,6 +1,6 @@
 # Calls F.scaled_dot_product_attention with the padding mask as attn_mask, and zeros the queries that have no key.
 # caught by a visible test
-# cause: other
+# cause: flash_calls_built_in
 # %% cell: padded_tiled_attention
 def padded_tiled_attention(q, k, v, key_padding_mask, block_size, causal=False):
     allowed = ~key_padding_mask[:, None, None, :]

@@ -1,6 +1,6 @@
 # Keeps the first window positions and drops every later one, instead of overwriting the oldest.
 # caught by a visible test
-# cause: other
+# cause: cache_stops_when_full
 # %% patch: rolling_kv_cache
 -        slots = torch.arange(self.seen + t - kept, self.seen + t) % self.window
 -        self.k_buf[..., slots, :] = k[..., t - kept:, :]
