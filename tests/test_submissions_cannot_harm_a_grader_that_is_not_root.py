@@ -45,12 +45,14 @@ SBIN_PATH = f"{os.environ.get('PATH', '')}:/usr/sbin:/sbin"
 CHOSEN = ("reads-solution", "overwrites-gradebook", "links-to-secrets", "writes-over-gradebook",
           "writes-over-other-student", "chmods-through-links", "fork-bomb", "outlives-grading", "prints-secrets")
 
-# A notebook that signals every process whose number it sees (all of them the grader's uid, if it saw any) and reads
-# their environment and command line; it earns the points only if one signal or one secret got through.
+# A notebook that kills every process whose number it sees but itself and its sandbox's init (all of them the grader's
+# uid, if it saw any) and reads their environment and command line; it earns the points only if one signal or one
+# secret got through. (/proc shows numbers as the warm template sees them; the notebook's own are among them.)
 SIGNALS_AND_READS = """
 import os as _os, signal as _signal
 _got = []
-for _pid in [_p for _p in _os.listdir("/proc") if _p.isdigit()]:
+_mine = {_os.readlink("/proc/self"), _os.getppid() and open("/proc/self/status").read().split("PPid:")[1].split()[0]}
+for _pid in [_p for _p in _os.listdir("/proc") if _p.isdigit() and _p not in _mine]:  # (but itself and its init)
     for _what in ("environ", "cmdline"):
         try:
             _text = open(f"/proc/{_pid}/{_what}", "rb").read()
