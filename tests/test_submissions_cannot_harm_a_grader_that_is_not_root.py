@@ -75,7 +75,8 @@ def missing():
     """Why this run cannot be made here, or None."""
     if os.geteuid() != 0:
         return "making the grading user needs root (run this module as root)"
-    lacking = [tool for tool in ("useradd", "userdel", "setpriv", "unshare", "nsenter") if shutil.which(tool, path=SBIN_PATH) is None]
+    lacking = [tool for tool in ("useradd", "userdel", "setpriv", "unshare", "nsenter")
+               if shutil.which(tool, path=SBIN_PATH) is None]
     if lacking:
         return f"{' and '.join(lacking)} not found"
     return None
@@ -130,7 +131,7 @@ def graded_by_user():
         raise
     namespace = None
     try:
-        secret = home / "secret.txt"  # a private file of the grader's: the case that matters when the grader is not root
+        secret = home / "secret.txt"  # a private file of the grader's: what matters when the grader is not root
         secret.write_text(HOST_SECRET)
         os.chown(secret, user.pw_uid, user.pw_gid)
         secret.chmod(0o600)
@@ -138,8 +139,8 @@ def graded_by_user():
         # namespace opens the way to it and to the repository, and to nothing else (as the exchange test does).
         python_home = Path(os.path.realpath(BIN / "python")).parent.parent
         namespace = Namespace([ROOT, python_home, Path(sys.base_prefix)], base / "stage")
-        command = [*namespace.enter(ROOT), shutil.which("setpriv", path=SBIN_PATH), f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}",
-                   "--clear-groups", "--"]
+        command = [*namespace.enter(ROOT), shutil.which("setpriv", path=SBIN_PATH), f"--reuid={user.pw_uid}",
+                   f"--regid={user.pw_gid}", "--clear-groups", "--"]
         can = subprocess.run([*command, shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--unshare-user",
                               "--unshare-pid", "--proc", "/proc", "true"], capture_output=True, text=True)
         if can.returncode != 0:
