@@ -45,27 +45,36 @@ SBIN_PATH = f"{os.environ.get('PATH', '')}:/usr/sbin:/sbin"
 CHOSEN = ("reads-solution", "overwrites-gradebook", "links-to-secrets", "writes-over-gradebook",
           "writes-over-other-student", "chmods-through-links", "fork-bomb", "outlives-grading", "prints-secrets")
 
-# A notebook that kills every process whose number it sees but itself and its sandbox's init (all of them the grader's
-# uid, if it saw any) and reads their environment and command line; it earns the points only if one signal or one
-# secret got through. (/proc shows numbers as the warm template sees them; the notebook's own are among them.)
+# A notebook that, for 3 s, kills every process whose number it sees but itself and its sandbox's init (all of them
+# the grader's uid, if it saw any: other students' kernels started since) and reads their environment and command
+# line; it earns the points only if one signal got through, one environment could be read, or a command line showed
+# the run's folders. (/proc shows numbers as the warm template sees them; the notebook's own are among them.)
 SIGNALS_AND_READS = """
-import os as _os, signal as _signal
-_got = []
-_mine = {_os.readlink("/proc/self"), _os.getppid() and open("/proc/self/status").read().split("PPid:")[1].split()[0]}
-for _pid in [_p for _p in _os.listdir("/proc") if _p.isdigit() and _p not in _mine]:  # (but itself and its init)
-    for _what in ("environ", "cmdline"):
+import os as _os, signal as _signal, time as _time
+_got, _seen = [], set()
+_mine = {_os.readlink("/proc/self"), open("/proc/self/status").read().split("PPid:")[1].split()[0]}
+_end = _time.monotonic() + 3
+while _time.monotonic() < _end:
+    for _pid in [_p for _p in _os.listdir("/proc") if _p.isdigit() and _p not in _mine]:  # (but itself and its init)
+        _seen.add(_pid)
         try:
-            _text = open(f"/proc/{_pid}/{_what}", "rb").read()
+            open(f"/proc/{_pid}/environ", "rb").read()
+            _got.append(f"read the environment of {_pid}")
         except OSError:
-            continue
-        if b"TOKEN" in _text or b"nbgrader-grade-" in _text:
-            _got.append(f"read {_what} of {_pid}")
-    try:  # (by a handle on its /proc folder: a number alone names processes of this notebook's own PID namespace)
-        _handle = _os.open(f"/proc/{_pid}", _os.O_RDONLY | _os.O_DIRECTORY)
-        _signal.pidfd_send_signal(_handle, _signal.SIGKILL)
-        _got.append(f"killed {_pid}")
-    except OSError:
-        pass
+            pass
+        try:
+            if b"nbgrader-grade-" in open(f"/proc/{_pid}/cmdline", "rb").read():
+                _got.append(f"read the command line of {_pid}")
+        except OSError:
+            pass
+        try:  # (by a handle on its /proc folder: a number alone names processes of this notebook's own PID namespace)
+            _handle = _os.open(f"/proc/{_pid}", _os.O_RDONLY | _os.O_DIRECTORY)
+            _signal.pidfd_send_signal(_handle, _signal.SIGKILL)
+            _got.append(f"killed {_pid}")
+        except OSError:
+            pass
+    _time.sleep(0.1)
+print("saw", len(_seen), "other processes")
 print("got", _got)
 if _got:
 """ + "\n".join("    " + line for line in ANSWER.splitlines()) + "\n"
@@ -253,3 +262,4 @@ def test_no_signal_secret_or_process_gets_out(graded_by_user):
         assert value.encode() not in everything, f"{name} reached a notebook"
     printed = outputs_of(course, "signals-and-reads")
     assert "got []" in printed, printed
+    print(printed.split("\n", 1)[0])  # how many processes of the grader's uid it saw (other kernels), with -s
