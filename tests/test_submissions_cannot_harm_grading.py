@@ -395,9 +395,10 @@ HONEST = ("solution", "blank")
 HOST_SECRET = "a file of the grader's machine: 5be1"
 
 
-def grade_course(root: Path, attacked_cells: dict, honest=HONEST, env=None, planted=None):
+def grade_course(root: Path, attacked_cells: dict, honest=HONEST, env=None, planted=None, prefix=()):
     """A course with the ``honest`` submissions and one per entry of
-    ``attacked_cells`` ({student: code}), graded by `make grade`'s command.
+    ``attacked_cells`` ({student: code}), graded by `make grade`'s command
+    (started through ``prefix``: another user's, for instance).
     Returns the course, the finished process and the scores in the gradebook."""
     course = Course(root, [ASSIGNMENT])
     with open(root / "nbgrader_config.py", "a") as config:
@@ -414,7 +415,7 @@ def grade_course(root: Path, attacked_cells: dict, honest=HONEST, env=None, plan
         planted(course)
     course.submitted_before = {path: path.read_bytes() for path in (root / "submitted").rglob("*") if path.is_file()}
     proc = subprocess.run(
-        [str(BIN / "python"), "-m", "tools.grading", "--course", str(root), "--jobs", "2"],
+        [*prefix, str(BIN / "python"), "-m", "tools.grading", "--course", str(root), "--jobs", "2"],
         cwd=ROOT, text=True, capture_output=True, timeout=600, env=env,
     )
     try:
