@@ -597,7 +597,8 @@ def grade_in(settings: CourseSettings, staging: Path, preload, assignments, jobs
                 break
             if client is not None:
                 todo_now = dask_run.grade_with_dask(client, bundles, layout, staging, todo_now, arrived,
-                                                    sources=check.sources, stop=lambda: check.failed)
+                                                    sources=check.sources, stop=lambda: check.failed,
+                                                    deadline=budget + dask_run.GRACE_SECONDS)
             else:
                 todo_now = grade_with_pool(context, jobs, bundles, layout, staging, todo_now, budget, arrived,
                                            sources=check.sources, stop=lambda: check.failed)
