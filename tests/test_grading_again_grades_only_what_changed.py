@@ -56,7 +56,8 @@ def results_of(root, student) -> dict:
     try:
         grades = sorted(db.execute(
             "SELECT c.name, g.auto_score, g.manual_score, g.needs_manual_grade FROM grade g "
-            "JOIN submitted_notebook sn ON g.notebook_id = sn.id JOIN submitted_assignment sa ON sn.assignment_id = sa.id "
+            "JOIN submitted_notebook sn ON g.notebook_id = sn.id "
+            "JOIN submitted_assignment sa ON sn.assignment_id = sa.id "
             "JOIN base_cell c ON g.cell_id = c.id WHERE sa.student_id = ?", (student,)).fetchall())
     finally:
         db.close()
