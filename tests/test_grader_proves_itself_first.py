@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import subprocess
+import types
 
 import pytest
 
@@ -194,3 +195,72 @@ def test_only_the_reference_itself_alone_in_its_folder_stands_in_for_it(tmp_path
     (linked / f"{ASSIGNMENT}.ipynb").unlink()
     (linked / f"{ASSIGNMENT}.ipynb").symlink_to(reference / f"{ASSIGNMENT}.ipynb")
     assert not same_as_reference(linked, reference)
+
+
+def timed_task(bundle, submission):
+    """A stand-in for grade_task (tools/grading/task.py) in a local pool's worker: when it ran, by the machine's
+    monotonic clock (the same in every process)."""
+    import time
+
+    began = time.monotonic()
+    # (the second reference takes longer: without the hold, a student starts when the first one ends)
+    time.sleep({"ex01_by_hand": 0.4, "ex02_softmax_masking": 0.8}[submission[0]] if submission[1] == "reference"
+               else 0.05)
+    return {"success": True, "log": "", "seconds": 0.0, "began": began, "ended": time.monotonic()}
+
+
+@pytest.fixture
+def timed_pool(tmp_path, monkeypatch):
+    """grade_with_pool(jobs, todo, finished, hold) -> what it returned: the local pool's own loop, with two
+    worker processes running timed_task, and none of grading's reading, writing or templates."""
+    import multiprocessing
+
+    from tools.grading import run, task
+
+    monkeypatch.setattr(run, "_start_local_worker", lambda *args: None)
+    monkeypatch.setattr(run, "submission_of", lambda layout, assignment, student, source: (assignment, student))
+    monkeypatch.setattr(run, "unpacked", lambda layout, staging, assignment, student, result: (tmp_path, result))
+    monkeypatch.setattr(task, "grade_task", timed_task)
+    bundle = types.SimpleNamespace(preload=(), memory_bytes=0)
+
+    def grade(todo, finished, hold):
+        bundles = {assignment: bundle for assignment, _ in todo}
+        return run.grade_with_pool(multiprocessing.get_context("fork"), 2, bundles, None, tmp_path, todo, 60,
+                                   finished, hold=hold)
+
+    return grade
+
+
+@pytest.mark.parametrize("holding", [True, False], ids=["held-back", "not-held-back"])
+def test_no_student_starts_before_the_self_check_has_passed(timed_pool, holding):
+    """The pool grades the references alone: a student's submission starts only once every reference's result
+    has arrived and passed, so that nothing a student's code does beside them (an endless loop, a fork bomb)
+    slows the instructor's solution past a cell's time limit and fails the self-check for everyone. Without
+    the hold (the second case) students start beside the references: what this test would see if it broke."""
+    references = {("ex01_by_hand", "reference"), ("ex02_softmax_masking", "reference")}
+    todo = sorted(references) + [("ex01_by_hand", f"student-{i}") for i in range(6)]
+    results, passed = {}, []
+
+    def arrived(assignment, student, private, result):
+        results[assignment, student] = result
+        if references <= set(results):
+            passed.append(True)
+
+    def hold(key):
+        return holding and not passed and key not in references
+
+    left = timed_pool(todo, arrived, hold)
+    assert left == [] and set(results) == set(todo)
+    last_reference = max(results[key]["ended"] for key in references)
+    first_student = min(r["began"] for key, r in results.items() if key not in references)
+    assert (first_student >= last_reference) == holding, (first_student, last_reference)
+
+
+def test_what_is_held_back_with_nothing_left_to_run_is_handed_back(timed_pool):
+    """If every key still waiting is held back and nothing runs (a reference's stand-in failed, and the
+    reference itself is not queued yet), the pool returns them to the run, which queues the reference first."""
+    todo = [("ex01_by_hand", "stand-in"), ("ex01_by_hand", "student-0"), ("ex01_by_hand", "student-1")]
+    results = {}
+    left = timed_pool(todo, lambda a, s, p, r: results.setdefault((a, s), r), lambda key: key[1].startswith("student"))
+    assert set(results) == {("ex01_by_hand", "stand-in")}
+    assert left == todo[1:]

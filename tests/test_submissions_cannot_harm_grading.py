@@ -446,6 +446,8 @@ def graded(tmp_path_factory):
         course, proc, scores = grade_course(root, {**cells, **{student: ANSWER for student in PLANTED_BEYOND_BYTES}},
                                             env=env, planted=lambda course: plant(course, host))
         seconds = time.monotonic() - started
+        # The same honest submissions, graded alone: what the attack run must give them too.
+        quiet_course, quiet_proc, quiet_scores = grade_course(tmp_path_factory.mktemp("quiet-course"), {}, env=env)
     finally:
         server.shutdown()
         server.server_close()
@@ -454,7 +456,8 @@ def graded(tmp_path_factory):
     for pid in survivors:  # clean up before reporting
         os.kill(pid, signal.SIGKILL)
     return {"course": course, "proc": proc, "scores": scores, "survivors": survivors, "attacks": cells, "host": host,
-            "seconds": seconds, "attacker_connections": attacker.connections}
+            "seconds": seconds, "attacker_connections": attacker.connections,
+            "quiet": {"course": quiet_course, "proc": quiet_proc, "scores": quiet_scores}}
 
 
 class CountingSocket:
@@ -551,8 +554,27 @@ def test_a_submission_that_fails_to_grade_is_flagged_with_its_reason(graded):
 
 
 def test_honest_submissions_are_graded_as_without_attackers(graded):
+    """Beside every attack, the honest submissions get what a run of them alone gives them: every cell's
+    points, their integrity.csv rows and their feedback pages, byte for byte (each page's own nonce aside)."""
+    import re
+
     assert scores_of(graded, "solution")["score"] == FULL_POINTS
     assert scores_of(graded, "blank")["score"] == 0
+    quiet = graded["quiet"]
+    assert quiet["proc"].returncode == 0, report(quiet["proc"])
+    quiet_rows = integrity_rows(quiet)
+    for student in HONEST:
+        assert scores_of(graded, student) == quiet["scores"][student], student
+        row, alone = integrity_rows(graded)[student], quiet_rows[student]
+        assert {k: row[k] for k in JUDGED} == {k: alone[k] for k in JUDGED}, student
+        pages = [re.sub(rb'nonce(-|=")[A-Za-z0-9_-]+', b"nonce",
+                        (course.root / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_bytes())
+                 for course in (graded["course"], quiet["course"])]
+        assert pages[0] == pages[1], f"{student}: the feedback page differs from a run without attackers"
+
+
+# What an integrity.csv row says of a submission (its seed and run are the run's own).
+JUDGED = ("nbgrader_score", "verified_score", "max_score", "flagged", "reason")
 
 
 def test_submission_that_reads_the_solution_notebook_gets_nothing_from_it(graded):
@@ -753,6 +775,41 @@ def test_an_undecodable_output_is_written_escaped(graded):
     assert "undecodable: ?" in notebook.read_text(encoding="utf-8")
 
 
+WORKER_MEMORY = """
+import resource, sys
+from pathlib import Path
+from tools.grading.run import peak_kib, refused
+from tools.grading.task import ready_worker
+
+inherited = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+print("inherited", inherited)
+print("refused here", refused(ValueError("too large"))["peak_kib"] // 1024)
+ready_worker(warm_on=False, base=sys.argv[1])
+print("worker at start", peak_kib() // 1024)
+grown = bytearray(96 * 1024**2)
+grown[::4096] = b"x" * len(grown[::4096])
+print("worker after 96 MiB", peak_kib() // 1024)
+"""
+
+
+def test_a_workers_memory_is_its_own_not_its_launchers(tmp_path):
+    """"largest worker" counts what grading made a worker hold: a result the grading process made itself (a
+    submission refused before any worker had it) costs no worker memory, and the peak a program inherits from the
+    one that started it (ru_maxrss survives an exec: make grade started by a 400 MiB pytest reads 400 MiB) is not
+    its own."""
+    held = bytearray(400 * 1024**2)
+    held[::4096] = b"x" * len(held[::4096])  # (resident: this process is the launcher the program inherits from)
+    proc = subprocess.run([str(BIN / "python"), "-c", WORKER_MEMORY, str(tmp_path)], cwd=ROOT, text=True,
+                          capture_output=True, timeout=120)
+    del held
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    mib = {line.rsplit(" ", 1)[0]: int(line.rsplit(" ", 1)[1]) for line in proc.stdout.splitlines()}
+    assert mib["inherited"] >= 400, mib  # (what the old measure read)
+    assert mib["refused here"] == 0, mib
+    assert mib["worker at start"] < 64, mib
+    assert 96 <= mib["worker after 96 MiB"] < 96 + 64, mib
+
+
 def test_integrity_csv_and_the_report_take_any_text(tmp_path):
     """write_csv and the report escape what UTF-8 cannot hold (the unit under the shared run's
     surrogate-in-verification): one reason cannot cost the class its integrity.csv."""
@@ -836,7 +893,9 @@ def worker_seconds(graded, student) -> float:
 def test_attacks_on_counts_and_sizes_cost_bounded_time_and_memory(graded, capsys):
     """The whole run, every attacker included, and what each attack beyond bytes cost its worker:
     printed, and bounded. Each costs its own worker at most a minute (the others keep grading on the
-    other worker); the largest worker stays below 512 MiB."""
+    other worker); the largest worker stays below 512 MiB; the whole run, 43 submissions on two workers,
+    below six minutes (100 s on 2 idle cores, 206 s at a load above 16; the grader before these
+    protections took 426 s)."""
     line = next(line for line in graded["proc"].stdout.splitlines() if line.startswith("largest worker:"))
     peak = float(line.split()[2])
     costs = {student: worker_seconds(graded, student)
@@ -848,6 +907,7 @@ def test_attacks_on_counts_and_sizes_cost_bounded_time_and_memory(graded, capsys
               f"{graded['seconds']:.0f} s; largest worker {peak:.0f} MiB; each attack beyond bytes, seconds of "
               "its worker: " + ", ".join(f"{student} {seconds:.1f}" for student, seconds in costs.items()))
     assert peak < 512, line
+    assert graded["seconds"] < 360, f"the attack run took {graded['seconds']:.0f} s"
     assert max(costs.values()) < 60, costs
 
 

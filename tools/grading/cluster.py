@@ -32,7 +32,7 @@ from pathlib import Path
 
 from distributed import Client, LocalCluster, WorkerPlugin, as_completed
 
-from .run import submission_of, unpacked
+from .run import next_unheld, submission_of, unpacked
 
 # How long past its deadline a submission's task may run before its worker is restarted (the local pool's margin).
 GRACE_SECONDS = 60
@@ -70,7 +70,7 @@ class GradingWorkerPlugin(WorkerPlugin):
 
 
 def grade_with_dask(client, bundles, layout, staging, todo, finished, sources=None, stop=lambda: False,
-                    window=None, deadline=None):
+                    window=None, hold=lambda key: False, deadline=None):
     """Grade ``todo`` on the Dask cluster of ``client`` (distributed), each
     submission a task running tools/grading/task.py's grade_task, as
     grade_with_pool does locally; return [] (what a worker left undone Dask
@@ -79,7 +79,8 @@ def grade_with_dask(client, bundles, layout, staging, todo, finished, sources=No
     is NOT GRADED, saying so; so is one whose task runs more than
     ``deadline`` seconds on one worker, which is restarted. If the scheduler
     goes away, raises SchedulerGone naming what was not graded yet; what was
-    merged stays."""
+    merged stays. A key for which ``hold(key)`` is true waits; if only such
+    keys are left, they are returned."""
     import time
     import uuid
 
@@ -97,8 +98,8 @@ def grade_with_dask(client, bundles, layout, staging, todo, finished, sources=No
     queue = as_completed()
 
     def submit_more():
-        while waiting and len(futures) < window:
-            assignment, student = waiting.pop(0)
+        while len(futures) < window and (key := next_unheld(waiting, hold)) is not None:
+            assignment, student = key
             submission = submission_of(layout, assignment, student, (sources or {}).get((assignment, student)))
             if isinstance(submission, dict):  # refused before grading
                 finished(assignment, student, Path(tempfile.mkdtemp(prefix="submission-", dir=staging)), submission)
@@ -175,7 +176,7 @@ def grade_with_dask(client, bundles, layout, staging, todo, finished, sources=No
                     future.cancel()
                 return []
             submit_more()
-        return []
+        return waiting  # (empty, or only what ``hold`` keeps back)
     finally:
         for future in bundle_futures.values():
             future.release()

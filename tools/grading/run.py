@@ -189,15 +189,17 @@ def refused(error, start=None) -> dict:
 
 
 def peak_kib() -> int:
-    """How far this process's memory has grown, at its largest, in KiB: in a
-    grading worker, beyond the memory it was forked with (its parent's pages,
-    which a child's peak counts although it shares them: tools/grading/task.py's
-    _Worker.started_kib); elsewhere its whole peak."""
-    import resource
+    """How far this grading worker's memory has grown, at its largest, in
+    KiB: its own peak (tools/grading/task.py's peak_resident_kib) beyond the
+    memory it was forked with (its parent's pages, which a child's resident
+    memory counts although it shares them: _Worker.started_kib). 0 in a
+    process that is not a grading worker (the grading process refusing a
+    submission before any worker has it): what it holds is not a worker's."""
+    from .task import _Worker, peak_resident_kib
 
-    from .task import _Worker
-
-    return max(0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - _Worker.started_kib)
+    if _Worker.root is None:
+        return 0
+    return max(0, peak_resident_kib() - _Worker.started_kib)
 
 
 def last_line(text: str) -> str:
@@ -581,6 +583,12 @@ def grade_in(settings: CourseSettings, staging: Path, preload, assignments, jobs
                 finished(*held.pop(0))
 
     todo_now = check.todo + [key for key in todo if key not in check.todo]  # the references first
+
+    def held_back(key) -> bool:
+        """No student is graded before the self-check has passed: the references are graded alone, on
+        workers no student's submission loads (a reference's cell time limit must not depend on what
+        students' code does beside it), and a failed self-check costs no student's grading."""
+        return not check.passed and not check.is_reference(*key)
     context = multiprocessing.get_context("fork")
     bundles = make_bundles(settings, sorted({a for a, _ in todo}), snapshot, preload, verification, budget)
     client = cluster = None
@@ -592,16 +600,17 @@ def grade_in(settings: CourseSettings, staging: Path, preload, assignments, jobs
     try:
         # One pass, unless a submission overruns its time and its worker must be stopped, or a reference fails.
         while not check.failed:
-            todo_now += [key for key in check.pending() if key not in todo_now]  # a stand-in failed: the reference
+            # a stand-in failed: the reference, first
+            todo_now = [key for key in check.pending() if key not in todo_now] + todo_now
             if not todo_now:
                 break
             if client is not None:
                 todo_now = dask_run.grade_with_dask(client, bundles, layout, staging, todo_now, arrived,
-                                                    sources=check.sources, stop=lambda: check.failed,
+                                                    sources=check.sources, stop=lambda: check.failed, hold=held_back,
                                                     deadline=budget + dask_run.GRACE_SECONDS)
             else:
                 todo_now = grade_with_pool(context, jobs, bundles, layout, staging, todo_now, budget, arrived,
-                                           sources=check.sources, stop=lambda: check.failed)
+                                           sources=check.sources, stop=lambda: check.failed, hold=held_back)
     except Exception as error:
         if client is None or not isinstance(error, dask_run.SchedulerGone):
             raise
@@ -762,14 +771,16 @@ def unpacked(layout: Layout, staging: Path, assignment: str, student: str, resul
 
 
 def grade_with_pool(context, jobs, bundles, layout, staging, todo, budget, finished, sources=None,
-                    stop=lambda: False):
+                    stop=lambda: False, hold=lambda key: False):
     """Grade ``todo`` with ``jobs`` local worker processes, each running
     tools/grading/task.py's grade_task; return the submissions still to
     grade if a worker had to be stopped (one that ran past ``budget`` and a
     grace period despite its own deadline), else []. ``sources``:
     {(assignment, student): folder} of submissions not in the course's
     submitted folder. Once ``stop()`` is true, the rest is abandoned. At
-    most twice ``jobs`` submissions are read into memory at a time."""
+    most twice ``jobs`` submissions are read into memory at a time. A key
+    for which ``hold(key)`` is true waits; if only such keys are left, they
+    are returned."""
     from concurrent.futures import FIRST_COMPLETED, wait
 
     from .task import grade_task
@@ -781,8 +792,8 @@ def grade_with_pool(context, jobs, bundles, layout, staging, todo, budget, finis
     waiting = list(todo)
 
     def submit_more():
-        while waiting and len(futures) < 2 * jobs:
-            assignment, student = waiting.pop(0)
+        while len(futures) < 2 * jobs and (key := next_unheld(waiting, hold)) is not None:
+            assignment, student = key
             submission = submission_of(layout, assignment, student, (sources or {}).get((assignment, student)))
             if isinstance(submission, dict):  # refused before grading
                 finished(assignment, student, Path(tempfile.mkdtemp(prefix="submission-", dir=staging)), submission)
@@ -822,9 +833,17 @@ def grade_with_pool(context, jobs, bundles, layout, staging, todo, budget, finis
                         "reason": f"its worker did not answer within {budget + 60:g} s and was stopped"})
                 return [futures[f] for f in futures] + waiting
             submit_more()
-        return []
+        return waiting  # (empty, or only what ``hold`` keeps back)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def next_unheld(waiting: list, hold):
+    """Take from ``waiting`` the first key ``hold`` does not keep back, or None."""
+    for i, key in enumerate(waiting):
+        if not hold(key):
+            return waiting.pop(i)
+    return None
 
 
 def _start_local_worker(preload, memory_bytes, base):

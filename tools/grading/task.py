@@ -271,6 +271,24 @@ def ready_worker(preload=(), memory_bytes=0, *, base=None, wait=True, warm_on=Tr
     return _Worker.root
 
 
+def peak_resident_kib() -> int:
+    """This process's largest resident memory so far, in KiB: its own
+    (/proc/self/status's VmHWM), not ru_maxrss, which after an exec keeps the
+    peak of the program that started it (a worker launched by a 700 MiB
+    process would report 700 MiB before doing anything). ru_maxrss where
+    /proc cannot be read."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 def resident_kib() -> int:
     """This process's resident memory now, in KiB (/proc/self/statm), or 0 where it cannot be read."""
     try:
