@@ -12,7 +12,8 @@
 #   make release  regenerate exercises/ (student notebooks) from solutions/
 #   make grade    autograde submitted/, write feedback/ and grades.csv
 #                 (ASSIGNMENT=..., COURSE=folder, JOBS=workers; SCHEDULER=tcp://host:8786
-#                 grades on that Dask cluster: instructor/cluster.md)
+#                 grades on that Dask cluster: instructor/cluster.md; a submission
+#                 unchanged since it was graded is skipped, FORCE=1 grades all)
 #   make report   after make grade: what the class understood, per task, as
 #                 HTML pages and CSV in reports/ (instructor/report.md;
 #                 ASSIGNMENT=..., COURSE=folder)
@@ -86,7 +87,7 @@ release: $(STAMP)
 	$(BIN)/python -m tools.assignments.release $(ASSIGNMENT)
 
 grade: $(STAMP)
-	$(BIN)/python -m tools.grading --course "$(or $(COURSE),$(CURDIR))" $(if $(JOBS),--jobs $(JOBS)) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(ASSIGNMENT)
+	$(BIN)/python -m tools.grading --course "$(or $(COURSE),$(CURDIR))" $(if $(JOBS),--jobs $(JOBS)) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(FORCE),--all) $(ASSIGNMENT)
 
 report: $(STAMP)
 	$(BIN)/python -m tools.report --course "$(or $(COURSE),$(CURDIR))" $(ASSIGNMENT)

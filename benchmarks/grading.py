@@ -1,7 +1,7 @@
 """How fast does a class get graded? Stock nbgrader against `make grade`.
 
 Usage: ``.venv/bin/python benchmarks/grading.py [--submissions 12] [--assignment NAME ...] [--jobs N]
-[--dask-workers 1,2,4]``
+[--dask-workers 1,2,4] [--pool-and-dask-only]``
 
 For every assignment (or those named), builds N synthetic submissions —
 correct, partly wrong (the known-wrong implementations of
@@ -24,8 +24,13 @@ job: autograde, feedback, grades.csv and, for `make grade`, verification.
 - and Dask's own cost per task: the seconds a LocalCluster of one worker takes per task whose
   bytes in and out are those of a real grading task of the assignment, doing no grading.
 
+``--pool-and-dask-only`` times only make grade's local pool (JOBS=N) and the
+Dask clusters, and compares their scores with the pool's: what a measurement
+of Dask's cost at size needs.
+
 It prints, per assignment, the seconds and the speed-up over stock of each
-run, the seconds per phase that `make grade` reports (worker seconds summed
+run, the CPU-seconds of each make grade run (every process it started, counted
+by a cgroup v2 of the benchmark's own where one can be made: ``children_cpu``), the seconds per phase that `make grade` reports (worker seconds summed
 over submissions: kernel start, cells, kernel stop, verification, nbgrader's
 own work, feedback; and the wall clock of it all), and checks that every
 submission gets exactly the same score in every cell from all runs, and that
@@ -39,6 +44,7 @@ import csv
 import itertools
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -122,17 +128,55 @@ PHASES = re.compile(r"worker seconds per phase, all submissions: (.*)")
 GRADED = re.compile(r"graded \d+ of \d+ in ([\d.]+) s")
 
 
+CGROUP = {}
+
+
+def children_cpu() -> float:
+    """CPU-seconds used so far by this process and every process it started: its own cgroup v2's usage (made on
+    first use, as the suite makes one: tests/plugins/cpu_seconds.py; it counts the kernels under bubblewrap and the
+    processes their parents left), or, where no cgroup can be made, getrusage's of this process and the children it
+    waited for (which misses those)."""
+    if "own" not in CGROUP:
+        try:
+            if str(ROOT) not in sys.path:  # (tests/ is not a package the venv installs)
+                sys.path.insert(0, str(ROOT))
+            from tests.plugins.cpu_seconds import enter_own_cgroup
+
+            CGROUP["own"], CGROUP["parent"] = enter_own_cgroup()
+            import atexit
+
+            atexit.register(leave_own_cgroup)
+        except (OSError, ImportError):
+            CGROUP["own"] = None
+    if CGROUP["own"] is not None:
+        from tests.plugins.cpu_seconds import read_cpu_stat
+
+        return read_cpu_stat(CGROUP["own"])["usage_usec"] / 1e6
+    mine, theirs = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return mine.ru_utime + mine.ru_stime + theirs.ru_utime + theirs.ru_stime
+
+
+def leave_own_cgroup():
+    try:
+        (CGROUP["parent"] / "cgroup.procs").write_text(str(os.getpid()))
+        CGROUP["own"].rmdir()
+    except OSError:
+        pass
+
+
 def make_grade(course, jobs, warm=True, scheduler=None):
     """Seconds, what make grade printed, per phase, and integrity rows."""
     env = {**os.environ, "GRADING_WARM": "on" if warm else "off"}
+    cpu = children_cpu()
     start = time.perf_counter()
     proc = subprocess.run(["make", "--no-print-directory", "grade", f"COURSE={course.root}", f"JOBS={jobs}"]
                           + ([f"SCHEDULER={scheduler}"] if scheduler else []),
                           cwd=ROOT, text=True, capture_output=True, env=env)
     seconds = time.perf_counter() - start
+    cpu = children_cpu() - cpu
     if proc.returncode != 0:
         raise SystemExit(f"make grade failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    phases = {}
+    phases = {"CPU-seconds, every process of the run": cpu}
     match = PHASES.search(proc.stdout)
     if match:
         for part in match.group(1).split("; "):
@@ -187,18 +231,16 @@ def echo_task(bundle, submission, made):
     return {"files": made, "success": True, "log": ""}
 
 
-def benchmark(assignment, n, jobs, tmp: Path, out=sys.stdout, dask_workers=()):
+def benchmark(assignment, n, jobs, tmp: Path, out=sys.stdout, dask_workers=(), pool_and_dask_only=False):
     """{run name: (seconds, phases, scores)} for one assignment; raises if scores differ."""
     submissions = synthetic_submissions(assignment, n)
     runs = {}
-    stock = new_course(tmp / f"{assignment}-stock", assignment, submissions, stock_config())
-    seconds = 0.0
-    for step in (["autograde", assignment], ["generate_feedback", assignment], ["export"]):
-        seconds += timed([str(ROOT / ".venv" / "bin" / "nbgrader"), *step], stock.root)
-    runs["stock nbgrader"] = (seconds, {}, cell_scores(stock, assignment))
-    print(f"  {assignment}: stock nbgrader {seconds:.1f} s", file=out, flush=True)
     problems = []
-    plan = [(j, True) for j in sorted({1, jobs})] + [(jobs, False)]
+    if pool_and_dask_only:
+        plan, baseline_name = [(jobs, True)], f"make grade JOBS={jobs}"
+    else:
+        plan, baseline_name = [(j, True) for j in sorted({1, jobs})] + [(jobs, False)], "stock nbgrader"
+        stock_run(assignment, submissions, tmp, runs, out)
     for j, warm in plan:
         name = f"make grade JOBS={j}" + ("" if warm else ", GRADING_WARM=off")
         course = new_course(tmp / f"{assignment}-{j}-{warm}", assignment, submissions)
@@ -219,14 +261,24 @@ def benchmark(assignment, n, jobs, tmp: Path, out=sys.stdout, dask_workers=()):
         print(f"  {assignment}: {name} {seconds:.1f} s", file=out, flush=True)
     if dask_workers:
         overhead = dask_overhead(course, assignment)
-        runs["Dask's cost per task"] = (overhead, {}, runs["stock nbgrader"][2])
+        runs["Dask's cost per task"] = (overhead, {}, runs[baseline_name][2])
         print(f"  {assignment}: Dask's cost per task {overhead * 1000:.1f} ms", file=out, flush=True)
-    baseline = runs["stock nbgrader"][2]
+    baseline = runs[baseline_name][2]
     for name, (_, _, scores) in runs.items():
         for student in sorted(baseline):
             if scores.get(student) != baseline[student]:
                 problems.append(f"{name}: {student}: {scores.get(student)} != stock {baseline[student]}")
     return runs, problems
+
+
+def stock_run(assignment, submissions, tmp: Path, runs: dict, out):
+    """Stock, sequential nbgrader over ``submissions``, into ``runs``."""
+    stock = new_course(tmp / f"{assignment}-stock", assignment, submissions, stock_config())
+    seconds = 0.0
+    for step in (["autograde", assignment], ["generate_feedback", assignment], ["export"]):
+        seconds += timed([str(ROOT / ".venv" / "bin" / "nbgrader"), *step], stock.root)
+    runs["stock nbgrader"] = (seconds, {}, cell_scores(stock, assignment))
+    print(f"  {assignment}: stock nbgrader {seconds:.1f} s", file=out, flush=True)
 
 
 def main(argv=None):
@@ -237,6 +289,8 @@ def main(argv=None):
     parser.add_argument("--jobs", type=int, default=default_jobs())
     parser.add_argument("--dask-workers", default="1,2,4",
                         help="worker processes of the local Dask clusters to time, comma-separated ('' for none)")
+    parser.add_argument("--pool-and-dask-only", action="store_true",
+                        help="time only make grade's local pool (JOBS=N) and the Dask clusters")
     args = parser.parse_args(argv)
     dask_workers = [int(j) for j in args.dask_workers.split(",") if j.strip()]
     n = args.submissions
@@ -246,13 +300,14 @@ def main(argv=None):
     print(f"{n} submissions of each of {', '.join(names)} on {os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory(prefix="grading-benchmark-") as tmp:
         for assignment in names:
-            results[assignment], found = benchmark(assignment, n, args.jobs, Path(tmp), dask_workers=dask_workers)
+            results[assignment], found = benchmark(assignment, n, args.jobs, Path(tmp), dask_workers=dask_workers,
+                                                   pool_and_dask_only=args.pool_and_dask_only)
             problems += found
 
     print(f"\n| grading {n} notebooks | seconds | notebooks/s | speed vs stock | same scores as stock |")
     print("| --- | ---: | ---: | ---: | --- |")
     for assignment, runs in results.items():
-        stock = runs["stock nbgrader"][0]
+        stock = runs["stock nbgrader"][0] if "stock nbgrader" in runs else float("nan")
         for name, (seconds, _, _) in runs.items():
             if name == "Dask's cost per task":
                 print(f"| {assignment}: {name} | {seconds:.4f} | | | |")

@@ -23,7 +23,8 @@ hub behind a firewall.
 4. The instructor opens Nbgrader > Formgrader in JupyterLab's menu: the
    formgrader shows in its JupyterLab tab; in Manual Grading he opens her
    submission, whose math is typeset (MathJax inside the page, offline), and
-   types a comment. `make grade` again keeps it.
+   types a comment. `make grade FORCE=1` (graded again: unchanged, it would be
+   skipped) keeps it.
 5. `nbgrader release_feedback ex01_by_hand` in the terminal; the student
    fetches the feedback and reads it: her score after the penalty, how late she
    was and the penalty, each test named by what it tests (no "Test cell"), the
@@ -509,7 +510,8 @@ def test_a_term_on_the_hub(hub, student, teacher):
     assert COMMENT in manual_comments(), "the formgrader did not save the comment in the gradebook"
 
     with Timer("instructor runs make grade again in the terminal"):
-        again = terminal.type(*GUIDE_MAKE_GRADE)
+        # (FORCE=1: the submission is unchanged, and make grade would skip it: graded again, the comment stays)
+        again = terminal.type(GUIDE_MAKE_GRADE[0], GUIDE_MAKE_GRADE[1] + " FORCE=1")
     assert f"{STUDENT}: {raw:g} / {total:g}" in again, again
     assert COMMENT in manual_comments(), "make grade lost the comment typed in the formgrader"
 

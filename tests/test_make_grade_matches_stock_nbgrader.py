@@ -3,8 +3,8 @@
 `make grade COURSE=<folder>` autogrades every submission under
 submitted/<student>/<assignment>/ in parallel, writes the feedback and exports
 grades.csv in nbgrader's own format. Its scores are exactly those of stock,
-sequential `nbgrader autograde`. Running it again regrades every submission
-without losing anything: manual grades from the formgrader stay, new
+sequential `nbgrader autograde`. Running it again with FORCE=1 regrades every
+submission without losing anything: manual grades from the formgrader stay, new
 submissions are added, and the gradebook stays consistent. ASSIGNMENT=...
 limits it to one assignment.
 """
@@ -45,7 +45,7 @@ def other_assignment(root):
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
     """A course graded twice: first ASSIGNMENT=ex01_by_hand JOBS=2, then, after a
-    manual grade and a new submission, everything."""
+    manual grade and a new submission, everything (FORCE=1)."""
     require_sandbox("the make grade tests")
     root = tmp_path_factory.mktemp("make-grade-course")
     course = Course(root, [ASSIGNMENT])
@@ -86,7 +86,7 @@ def course(tmp_path_factory):
         gb.db.commit()
     course.submit("late-student", ASSIGNMENT, fill_release(release, answers))
 
-    second = make_grade(root)
+    second = make_grade(root, "FORCE=1")  # (without it the unchanged submissions would be skipped)
     assert second.returncode == 0, f"{second.stdout[-3000:]}\n{second.stderr[-3000:]}"
     return {"course": course, "root": root, "first": after_first, "second_stdout": second.stdout, "stock": stock}
 

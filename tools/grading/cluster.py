@@ -13,7 +13,12 @@ out, merged by the grading process alone.
 Faults: the scheduler gives the task of a worker that died to another
 worker; one whose worker died ``distributed.scheduler.allowed-failures + 1``
 times (Dask's default: 3 + 1) raises KilledWorker, and that submission is NOT
-GRADED, saying so. If the scheduler goes away, ``SchedulerGone`` names what
+GRADED, saying so. A Dask worker runs its tasks in a thread, where no alarm
+can stop a submission at its deadline: ``grade_with_dask`` watches each
+task from the grading process instead, and one still running
+``GRACE_SECONDS`` past the submission's deadline is cancelled, its worker
+restarted through its nanny (``Client.restart_workers``), and the submission
+NOT GRADED, saying why. If the scheduler goes away, ``SchedulerGone`` names what
 is left; what was merged stays merged.
 """
 
@@ -28,6 +33,11 @@ from pathlib import Path
 from distributed import Client, LocalCluster, WorkerPlugin, as_completed
 
 from .run import next_unheld, submission_of, unpacked
+
+# How long past its deadline a submission's task may run before its worker is restarted (the local pool's margin).
+GRACE_SECONDS = 60
+# How often the grading process looks at what the workers are running.
+WATCH_SECONDS = 2.0
 
 
 class GradingWorkerPlugin(WorkerPlugin):
@@ -60,16 +70,18 @@ class GradingWorkerPlugin(WorkerPlugin):
 
 
 def grade_with_dask(client, bundles, layout, staging, todo, finished, sources=None, stop=lambda: False,
-                    window=None, hold=lambda key: False):
+                    window=None, hold=lambda key: False, deadline=None):
     """Grade ``todo`` on the Dask cluster of ``client`` (distributed), each
     submission a task running tools/grading/task.py's grade_task, as
     grade_with_pool does locally; return [] (what a worker left undone Dask
     gives to another worker). A submission whose task killed its worker more
     often than the scheduler allows (distributed.scheduler.allowed-failures)
-    is NOT GRADED, saying so. If the scheduler goes away, raises
-    SchedulerGone naming what was not graded yet; what was merged stays.
-    A key for which ``hold(key)`` is true waits; if only such keys are left,
-    they are returned."""
+    is NOT GRADED, saying so; so is one whose task runs more than
+    ``deadline`` seconds on one worker, which is restarted. If the scheduler
+    goes away, raises SchedulerGone naming what was not graded yet; what was
+    merged stays. A key for which ``hold(key)`` is true waits; if only such
+    keys are left, they are returned."""
+    import time
     import uuid
 
     from .task import grade_task
@@ -98,11 +110,52 @@ def grade_with_dask(client, bundles, layout, staging, todo, finished, sources=No
             futures[future] = (assignment, student)
             queue.add(future)
 
+    running = {}  # a task's key -> (since when, on which worker) the scheduler has had it processing
+
+    def give_up_overruns():
+        """Cancel each task that ran past ``deadline`` on its worker, restart that worker, and say so."""
+        if client.status != "running":  # (the scheduler is going away: the results say so)
+            return
+        now = time.monotonic()
+        try:
+            processing = client.processing()
+        except Exception as error:  # noqa: BLE001 - the scheduler went away: the next result says so
+            raise SchedulerGone(error, [*futures.values(), *waiting]) from error
+        by_key = {future.key: future for future in futures}
+        overran = {}
+        for worker, keys in processing.items():
+            for key in keys:
+                if key in by_key:
+                    if running.get(key, (0, None))[1] != worker:  # (given to another worker: its clock starts again)
+                        running[key] = (now, worker)
+                    if now - running[key][0] > deadline:
+                        overran.setdefault(worker, []).append(by_key[key])
+        for worker, stuck in overran.items():
+            for future in stuck:
+                assignment, student = futures.pop(future)
+                future.cancel()
+                finished(assignment, student, Path(tempfile.mkdtemp(prefix="submission-", dir=staging)), {
+                    "success": False, "log": "", "seconds": now - running.pop(future.key)[0],
+                    "reason": f"its grading task ran more than {deadline:g} s on its Dask worker, which was restarted"})
+            restart_worker(client, worker)
+
     try:
         submit_more()
         while futures:
+            if deadline is not None:
+                while not queue.has_ready():
+                    give_up_overruns()
+                    if not futures or queue.has_ready():
+                        break
+                    time.sleep(WATCH_SECONDS)
+                submit_more()
+                if not futures:
+                    break
             future = next(queue)
+            if future not in futures:  # (one given up meanwhile)
+                continue
             assignment, student = futures.pop(future)
+            running.pop(future.key, None)
             try:
                 result = future.result()
             except Exception as error:  # noqa: BLE001 - the task failed: a worker it killed, or the cluster
@@ -131,6 +184,22 @@ def grade_with_dask(client, bundles, layout, staging, todo, finished, sources=No
 
 def _bundle(bundle):
     return bundle
+
+
+def restart_worker(client, worker: str):
+    """Stop what ``worker`` is running: its nanny restarts it (a worker
+    without one is told to exit, and the cluster goes on without it)."""
+    import os
+
+    try:
+        status = client.restart_workers([worker], raise_for_error=False).get(worker)
+    except Exception:  # noqa: BLE001 - (no nanny, or the worker is gone already)
+        status = None
+    if status != "OK":
+        try:
+            client.run(os._exit, 1, workers=[worker], wait=False)
+        except Exception:  # noqa: BLE001 - gone already
+            pass
 
 
 class SchedulerGone(RuntimeError):

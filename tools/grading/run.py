@@ -367,11 +367,13 @@ def on(switch: bool) -> str:
     return "on" if switch else "off"
 
 
-def grade(course: Path, assignments=(), jobs=None, out=sys.stdout, scheduler=None):
+def grade(course: Path, assignments=(), jobs=None, out=sys.stdout, scheduler=None, force=False):
     """Grade a course; return make grade's exit status: GRADED_CLEAN,
     NEEDS_A_LOOK or SELF_CHECK_FAILED. Everything it prints is also kept in
     the course folder's grading-logs/<run id>.log, after a line of the
-    settings it graded with; integrity.csv names the same run id."""
+    settings it graded with; integrity.csv names the same run id. A
+    submission graded from exactly what it would be graded from now is
+    skipped (tools/grading/graded_from.py), unless ``force``."""
     from ..verification.run import new_run_id
 
     settings = CourseSettings.read(course)  # the course's settings, read once for the whole run
@@ -381,15 +383,16 @@ def grade(course: Path, assignments=(), jobs=None, out=sys.stdout, scheduler=Non
     log_path = logs / f"{run_id}.log"
     with open(log_path, "x", encoding="utf-8", errors="backslashreplace") as log:
         command = ["python -m tools.grading", *assignments, "--course", str(settings.root),
-                   *(["--jobs", str(jobs)] if jobs else []), *(["--scheduler", scheduler] if scheduler else [])]
+                   *(["--jobs", str(jobs)] if jobs else []), *(["--scheduler", scheduler] if scheduler else []),
+                   *(["--all"] if force else [])]
         log.write(f"make grade, run {run_id}: {' '.join(command)}\n{settings_line(settings)}\n")
         log.flush()
         tee = Tee(out, log)
         print(f"run {run_id}; what follows is kept in {log_path}", file=tee, flush=True)
-        return grade_with(settings, run_id, assignments, jobs, tee, scheduler)
+        return grade_with(settings, run_id, assignments, jobs, tee, scheduler, force)
 
 
-def grade_with(settings: CourseSettings, run_id: str, assignments, jobs, out, scheduler=None):
+def grade_with(settings: CourseSettings, run_id: str, assignments, jobs, out, scheduler=None, force=False):
     """grade(), with the course's settings and the run's id."""
     os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
     # nbgrader's gradebook code trips SQLAlchemy 2's warnings; they say nothing about the grades.
@@ -405,7 +408,7 @@ def grade_with(settings: CourseSettings, run_id: str, assignments, jobs, out, sc
     preload = tuple(warm.preload_for(*settings.source_folder.glob("*/*.ipynb")))
     staging = Path(tempfile.mkdtemp(prefix="nbgrader-grade-"))
     try:
-        return grade_in(settings, staging, preload, assignments, jobs, out, scheduler, run_id)
+        return grade_in(settings, staging, preload, assignments, jobs, out, scheduler, run_id, force)
     finally:
         try:
             _rmtree(staging)
@@ -413,10 +416,14 @@ def grade_with(settings: CourseSettings, run_id: str, assignments, jobs, out, sc
             print(f"(could not remove the run's folder {staging}: {error})", file=out, flush=True)
 
 
-def grade_in(settings: CourseSettings, staging: Path, preload, assignments, jobs, out, scheduler=None, run_id=""):
+def grade_in(settings: CourseSettings, staging: Path, preload, assignments, jobs, out, scheduler=None, run_id="",
+             force=False):
     """grade(), with the run's staging folder. ``scheduler``: None (a local
     pool of ``jobs`` processes), "local" (a local Dask cluster of ``jobs``
-    worker processes) or a Dask scheduler's address (tools/grading/cluster.py)."""
+    worker processes) or a Dask scheduler's address (tools/grading/cluster.py).
+    ``force``: grade the unchanged submissions too."""
+    from . import graded_from
+
     layout = settings.layout
     todo = layout.submissions(assignments)
     jobs = max(1, int(jobs or default_jobs()))
@@ -425,8 +432,17 @@ def grade_in(settings: CourseSettings, staging: Path, preload, assignments, jobs
         print(f"nothing to grade: no submission of {wanted} under "
               f"{layout.root / layout.submitted}/<student>/<assignment>/", file=out)
         return GRADED_CLEAN
-    print(f"grading {len(todo)} submission(s) in {layout.root} with {jobs} worker(s)", file=out, flush=True)
     record_assignments(layout, sorted({a for a, _ in todo}))
+    # What each submission would be graded from now; those merged from exactly that are skipped.
+    todo, skipped, keys = graded_from.split(settings, todo, force)
+    if skipped:
+        print(f"{len(skipped)} submission(s) unchanged since they were graded, skipped (their results stay as they "
+              f"are; make grade FORCE=1 grades them again)", file=out, flush=True)
+    skipped_flagged = graded_from.flagged(layout.root, skipped)
+    if not todo:  # (grades.csv still exported: a manual grade given since shows in it)
+        print(f"grades exported to {export_grades(settings)}", file=out, flush=True)
+        return closing_line(len(skipped), 0, skipped_flagged, out)
+    print(f"grading {len(todo)} submission(s) in {layout.root} with {jobs} worker(s)", file=out, flush=True)
     from .self_check import SelfCheck, error_heads, grader_failure, own_modules, release_files, test_cells
 
     try:  # the instructor's solution of each assignment, graded first as a student's
@@ -463,6 +479,7 @@ def grade_in(settings: CourseSettings, staging: Path, preload, assignments, jobs
 
     budget = settings.submission_seconds
     not_graded = {}  # (assignment, student) -> why
+    merged = []  # (assignment, student) of every result merged this run
     peak = 0
     grew = (0, "")  # the most one submission made its worker's peak grow (KiB), and which
 
@@ -496,6 +513,7 @@ def grade_in(settings: CourseSettings, staging: Path, preload, assignments, jobs
                 raise NotGraded(f"a hidden test failed for a reason that is the grader's, not an answer's ({why}); "
                                 f"the instructor's solution passed in this run: look at what the submission did")
             score, max_score = merge_results(layout, private, assignment, student)
+            merged.append((assignment, student))
             late = lateness.summary(layout.db_url, assignment, student)
             print(f"  {assignment}  {printable(student)}: {score:g} / {max_score:g}  ({result['seconds']:.1f} s)"
                   f"{late}",
@@ -517,6 +535,26 @@ def grade_in(settings: CourseSettings, staging: Path, preload, assignments, jobs
             progress.update(failures)
 
     held = []  # students' results that arrived before every reference had passed
+
+    def concluded(covered) -> int:
+        """integrity.csv's and causes.csv's rows of ``covered`` (what this run
+        graded), then graded-from.csv's of what it merged; how many it flagged."""
+        run = verification
+        flagged = 0
+        if run is not None:
+            run.seconds = phases.get("verification", 0.0)
+            done = list(verdicts.values())
+            done += run.verify_each([key for key in covered if key not in verdicts and key not in not_graded], jobs)
+            flagged = sum(1 for v in run.conclude(done, out, not_graded, covered=covered)
+                          if v.flagged and not v.not_graded)
+        else:
+            from ..verification.report import forget_rows
+
+            forget_rows(layout.root, covered, out)
+        # (a submission NOT GRADED loses its record: graded again next time, whatever it was graded from before)
+        graded_from.record(layout.root, {**{pair: keys.get(pair) for pair in merged},
+                                         **{pair: None for pair in not_graded}}, run_id)
+        return flagged
 
     def arrived(assignment, student, private, result):
         if not check.is_reference(assignment, student):
@@ -568,7 +606,8 @@ def grade_in(settings: CourseSettings, staging: Path, preload, assignments, jobs
                 break
             if client is not None:
                 todo_now = dask_run.grade_with_dask(client, bundles, layout, staging, todo_now, arrived,
-                                                    sources=check.sources, stop=lambda: check.failed, hold=held_back)
+                                                    sources=check.sources, stop=lambda: check.failed, hold=held_back,
+                                                    deadline=budget + dask_run.GRACE_SECONDS)
             else:
                 todo_now = grade_with_pool(context, jobs, bundles, layout, staging, todo_now, budget, arrived,
                                            sources=check.sources, stop=lambda: check.failed, hold=held_back)
@@ -576,13 +615,13 @@ def grade_in(settings: CourseSettings, staging: Path, preload, assignments, jobs
         if client is None or not isinstance(error, dask_run.SchedulerGone):
             raise
         progress.close()
-        merged = sum(count for count, _ in by_assignment.values()) - failures
-        print(f"make grade: STOPPED: the Dask scheduler at {scheduler} went away ({error}); the {merged} "
-              f"submission(s) merged so far are in the gradebook and feedback/, {len(error.left)} were not "
-              f"graded. Run make grade again once the cluster is back; exit status {SCHEDULER_GONE}",
-              file=out, flush=True)
-        if check.passed:
+        if check.passed:  # what was merged gets its integrity.csv rows and is recorded: a new run skips it
+            concluded([*merged, *not_graded])
             export_grades(settings)
+        print(f"make grade: STOPPED: the Dask scheduler at {scheduler} went away ({error}); the {len(merged)} "
+              f"submission(s) merged so far are in the gradebook and feedback/, {len(error.left)} were not "
+              f"graded. Run make grade again once the cluster is back: it grades only those; exit status "
+              f"{SCHEDULER_GONE}", file=out, flush=True)
         return SCHEDULER_GONE
     finally:
         if client is not None:
@@ -614,19 +653,8 @@ def grade_in(settings: CourseSettings, staging: Path, preload, assignments, jobs
     print(f"largest worker: {peak / 1024:.0f} MiB of memory beyond what it was forked with"
           + (f"; the submission that grew a worker most: {grew[1]} (+{grew[0] / 1024:.0f} MiB)" if grew[1] else ""),
           file=out, flush=True)
-    run = verification
-    flagged = 0
-    if run is not None:
-        run.seconds = phases.get("verification", 0.0)
-        done = list(verdicts.values())
-        done += run.verify_each([key for key in todo if key not in verdicts and key not in not_graded], jobs)
-        flagged = sum(1 for v in run.conclude(done, out, not_graded, covered=todo)
-                      if v.flagged and not v.not_graded)
-    else:
-        from ..verification.report import forget_rows
-
-        forget_rows(layout.root, todo, out)
-    return closing_line(len(todo), failures, flagged, out)
+    flagged = concluded(todo)
+    return closing_line(len(todo) + len(skipped), failures, flagged + skipped_flagged, out)
 
 
 def closing_line(total: int, not_graded: int, flagged: int, out) -> int:
@@ -831,9 +859,12 @@ def main(argv=None):
     parser.add_argument("assignments", nargs="*", help="assignments to grade (default: all with submissions)")
     parser.add_argument("--course", default=str(ROOT), help="the course folder (default: the repository)")
     parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: number of cores)")
+    parser.add_argument("--all", action="store_true",
+                        help="grade every submission again, also those unchanged since they were graded "
+                             "(make grade FORCE=1)")
     parser.add_argument("--scheduler", default=os.environ.get("GRADING_SCHEDULER") or None,
                         help="grade on Dask: 'local' (a cluster of --jobs processes here) or a scheduler's "
                              "address, tcp://host:8786 (instructor/cluster.md); default: a local process pool")
     args = parser.parse_args(argv)
-    return grade(Path(args.course), args.assignments, args.jobs, scheduler=args.scheduler)
+    return grade(Path(args.course), args.assignments, args.jobs, scheduler=args.scheduler, force=args.all)
 
