@@ -348,6 +348,11 @@ def test_heads(p):
 
 
 def test_averaged(p):
+    """Section 3 on its own: the averaged weights are the mean of the layer's own per-head weights, its out is the
+    same whatever it is asked to return, a sequence with nothing to attend to gets zero weights and out_proj's bias,
+    and with add_zero_attn such a sequence is not empty. What every head computes is section 2's test: a slip
+    there costs section 2's points, not these too (PyTorch's per-head weights stand in only where the layer's own
+    cannot be read)."""
     randn = p.randn
     cases = []
 
@@ -362,11 +367,14 @@ def test_averaged(p):
         on = f"query {tuple(query.shape)}, key {tuple(key.shape)}" + (
             f", sequence {empty[0]} all padding" if empty else ", some padding keys")
         ref = reference(E, H, settings, state, query, key, value, padding, average=True)
+        ref_heads = reference(E, H, settings, state, query, key, value, padding, average=False)[1]
+        zero_attn = settings.get("add_zero_attn", False)
         # (B,): the sequences with nothing to attend to (none with add_zero_attn, whose zero key is always there)
-        nothing = padding.all(dim=-1) & (not settings.get("add_zero_attn", False))
+        nothing = padding.all(dim=-1) & (not zero_attn)
         handles = (m.call(query, key, value, key_padding_mask=padding),
+                   m.call(query, key, value, key_padding_mask=padding, average_attn_weights=False),
                    m.call(query, key, value, key_padding_mask=padding, need_weights=False))
-        cases.append((label, on, ref, handles, nothing))
+        cases.append((label, on, ref, ref_heads, handles, nothing, padding.all(dim=-1) & zero_attn))
 
     case(8, 4, dict(kdim=3, vdim=5), 2, 3, 6, torch.tensor([[False, True, False, False, True, False], [False] * 6]))
     case(8, 4, dict(kdim=3, vdim=5), 2, 3, 6, torch.tensor([[False, True, False, False, True, False], [True] * 6]))
@@ -380,27 +388,55 @@ def test_averaged(p):
         padding[int(p.rng.integers(0, B))] = True                   # one sequence with nothing to attend to
         case(E, H, settings, B, Tq, Tk, padding)
 
+    def own_heads(r, handle, ref_out, ref_heads, what):
+        """The layer's own out and per-head weights (B, H, Tq, K), or PyTorch's where they cannot be read."""
+        try:
+            out, heads = pair(r, handle, what)
+        except Fail:
+            return ref_out, ref_heads
+        if heads.dim() != 4 or heads.shape[:3] != ref_heads.shape[:3] or out.shape != ref_out.shape:
+            return ref_out, ref_heads
+        return out, heads
+
     def judge(r):
-        for label, on, (ref_out, ref_w), (h_default, h_none), nothing in cases:
+        for label, on, (ref_out, _), ref_heads, (h_default, h_heads, h_none), nothing, not_empty in cases:
             out, w = pair(r, h_default, f"{label}(query, key, value, key_padding_mask=...) on {on}")
-            expect_same_shape(w, ref_w, f"The default weights of {label} on {on}",
+            own_out, heads = own_heads(r, h_heads, ref_out, ref_heads,
+                                       f"{label}(..., average_attn_weights=False) on {on}")
+            mean = torch.nan_to_num(heads.mean(dim=1), nan=0.0)
+            expect_same_shape(w, mean, f"The default weights of {label} on {on}",
                               "By default (average_attn_weights=True) the weights are averaged over the heads: "
-                              "(B, Tq, Tk).")
+                              "one (Tq, Tk) matrix per sequence, your per-head weights' shape without the head axis.")
             expect(not bool(torch.isnan(w).any()) and not bool(torch.isnan(out).any()),
                    f"{label} returned NaN on {on}. A sequence whose keys are all padding should get zero weights "
                    "(torch.where selects; multiplying by 0 would keep the NaN).", cause=nan_cause(w, out, nothing))
-            close(w, ref_w, atol=1e-5, rtol=1e-5, what=f"The averaged weight matrix of {label}", on=on,
-                  cause=lambda: averaged_cause(w, ref_w, nothing, label))
-            close_torch(out, ref_out, atol=1e-5, rtol=1e-5, what=f"out of {label}", on=on,
-                        cause="A sequence whose keys are all padding gives out_proj's bias (zeros without bias).")
+            expect(bool((w[nothing] == 0).all()),
+                   f"{label} on {on}: a sequence whose keys are all padding has nothing to attend to, and its weights "
+                   "should be all zeros.",
+                   cause=("empty_sequence_spread" if bool(torch.allclose(
+                       w[nothing], torch.full_like(w[nothing], 1 / w.shape[-1]), atol=1e-4)) else None))
+            close(w, mean, atol=1e-5, rtol=1e-5, what=f"The averaged weight matrix of {label}", on=on,
+                  cause=lambda: averaged_cause(w, mean, nothing, label))
+            close_torch(w[not_empty].sum(dim=-1), torch.ones(w[not_empty].shape[:-1], dtype=w.dtype), atol=1e-5,
+                        rtol=1e-5, what=f"The sum of each query's weights over the keys in a sequence of padding "
+                                        f"with add_zero_attn=True ({label})", on=on,
+                        cause="With add_zero_attn a sequence of padding is not empty: its queries may attend to the "
+                              "zero key.")
+            close_torch(out[nothing], ref_out[nothing], atol=1e-5, rtol=1e-5,
+                        what=f"out of {label} where a sequence is all padding", on=on,
+                        cause="With zero weights every head outputs zeros, so out is out_proj's bias (zeros without "
+                              "bias).")
+            close_torch(out, own_out, atol=1e-5, rtol=1e-5, what=f"out of {label} with averaged weights", on=on,
+                        cause="out is the same whether the weights come back per head or averaged.")
             result = r.value(h_none, f"{label}(..., need_weights=False) on {on}")
             expect(isinstance(result, (tuple, list)) and len(result) == 2 and result[1] is None,
                    f"With need_weights=False, {label} should return a pair (out, None); it returned "
                    f"{describe(result)}" + ("" if not isinstance(result, (tuple, list)) or len(result) != 2 else
                                             f" whose second item is {describe(result[1])}") + ".",
                    cause="need_weights_ignored" if isinstance(result, (tuple, list)) and len(result) == 2 else None)
-            close_torch(as_tensor(result[0], "out with need_weights=False"), ref_out, atol=1e-5, rtol=1e-5,
-                        what=f"out of {label} with need_weights=False", on=on)
+            close_torch(as_tensor(result[0], "out with need_weights=False"), out, atol=1e-5, rtol=1e-5,
+                        what=f"out of {label} with need_weights=False", on=on,
+                        cause="out is the same whether the weights are returned or not.")
 
     return judge
 
