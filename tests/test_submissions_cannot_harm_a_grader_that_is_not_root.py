@@ -32,7 +32,7 @@ from tests.plugins.environment import require_sandbox
 from tests.test_submissions_cannot_harm_grading import (
     ANSWER, ASSIGNMENT, FEEDBACK_FILES, FULL_POINTS, HONEST, HOST_SECRET, SECRETS, assert_attack_failed, attacks,
     files_of, grade_course, integrity_rows, processes_with, report, scores_of, text_of_everything)
-from tests.test_term_runs_through_the_exchange import Namespace
+from tests.test_term_runs_through_the_exchange import Namespace, make_user, remove_user
 from tools.course_settings import Switches
 from tools.paths import BIN, ROOT
 from tools.sandbox.bubblewrap import PROCESS_LIMIT
@@ -92,18 +92,7 @@ def missing():
 
 
 def make_grader(home: Path):
-    try:
-        existing = pwd.getpwnam(GRADER)
-    except KeyError:
-        existing = None
-    if existing is not None:
-        if existing.pw_gecos != MARK:
-            pytest.fail(f"a user called {GRADER} exists and was not made by this test: not touching it")
-        subprocess.run([shutil.which("userdel", path=SBIN_PATH), GRADER], capture_output=True)
-    subprocess.run([shutil.which("useradd", path=SBIN_PATH), "--system", "--comment", MARK, "--home-dir", str(home),
-                    "--create-home", "--user-group", "--shell", "/usr/sbin/nologin", GRADER],
-                   check=True, capture_output=True)
-    home.chmod(0o700)
+    make_user(GRADER, home, mark=MARK, system=True)
     return pwd.getpwnam(GRADER)
 
 
@@ -183,7 +172,7 @@ def graded_by_user():
             namespace.close()
         for pid in processes_of(user.pw_uid):  # (none, if the run ended as it should)
             os.kill(pid, signal.SIGKILL)
-        subprocess.run([shutil.which("userdel", path=SBIN_PATH), GRADER], capture_output=True)
+        remove_user(GRADER)
         shutil.rmtree(base, ignore_errors=True)
 
 

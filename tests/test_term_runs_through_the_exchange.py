@@ -129,20 +129,23 @@ def can_sudo():
 
 
 def remove_user(name):
-    subprocess.run(["userdel", name], capture_output=True)
+    subprocess.run([shutil.which("userdel", path=SBIN_PATH) or "userdel", name], capture_output=True)
 
 
-def make_user(name, home: Path):
+def make_user(name, home: Path, *, mark=MARK, system=False):
+    """A user of our own, ``name``, with a private ``home``, marked ``mark`` (a user of that name that another
+    made is never touched); ``system``: a system account (a grader's, not a person's)."""
     try:
         existing = pwd.getpwnam(name)
     except KeyError:
         existing = None
     if existing is not None:
-        if existing.pw_gecos != MARK:
+        if existing.pw_gecos != mark:
             pytest.fail(f"a user called {name} exists and was not made by this test: not touching it")
         remove_user(name)  # left by an interrupted run
-    subprocess.run(["useradd", "--comment", MARK, "--home-dir", str(home), "--create-home",
-                    "--user-group", "--shell", "/usr/sbin/nologin", name],
+    subprocess.run([shutil.which("useradd", path=SBIN_PATH) or "useradd", *(["--system"] if system else []),
+                    "--comment", mark, "--home-dir", str(home), "--create-home", "--user-group",
+                    "--shell", "/usr/sbin/nologin", name],
                    check=True, capture_output=True)
     home.chmod(0o700)  # a private home, as the guide asks of a hub (instructor/setup.md)
 
