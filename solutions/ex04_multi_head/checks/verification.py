@@ -21,7 +21,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from tools.verification.probes import Fail, Nested, as_tensor, close_torch, describe, diagnosis, expect
+from tools.verification.probes import BadResult, Fail, Nested, as_tensor, close_torch, describe, diagnosis, expect
 
 
 def close(got, ref, *, atol, rtol, what, on, cause):
@@ -392,6 +392,8 @@ def test_averaged(p):
         """The layer's own out and per-head weights (B, H, Tq, K), or PyTorch's where they cannot be read."""
         try:
             out, heads = pair(r, handle, what)
+        except BadResult:
+            raise  # not plain data of the expected form: a result that is not a layer's, never stood in for
         except Fail:
             return ref_out, ref_heads
         if heads.dim() != 4 or heads.shape[:3] != ref_heads.shape[:3] or out.shape != ref_out.shape:

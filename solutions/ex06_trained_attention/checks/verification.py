@@ -211,9 +211,13 @@ def test_accuracy_by_position(p):
         if n == 0:
             scored[:, 1] = False  # a position that counts nowhere
             scored[0] = False  # a sequence where nothing counts
+            scored[1:, 0] = torch.tensor([True, False])  # position 0 counts once, and is right there (below):
+            # a count clamped to 1 and a division by the batch size then give different numbers, whatever the draw
         if n == 5:
             scored[:] = False  # nothing counts at all
         logits[scored] += 2 * F.one_hot(targets[scored], V).to(F64)  # right more often than not
+        if n == 0:
+            logits[1, 0, targets[1, 0]] = logits[1, 0].max() + 1.0
         label = f"logits of shape ({B}, {T}, {V}) with {int(scored.sum())} of {B * T} positions counting"
         handle = p.call("accuracy_by_position", Nested("FixedLogits", logits),
                         (torch.zeros(B, T, dtype=torch.long), targets, scored))
@@ -223,6 +227,7 @@ def test_accuracy_by_position(p):
         cases.append((label, T, handle, reference_accuracy_by_position(logits, targets, scored), slips))
 
     def judge(r):
+        answers = []
         for label, T, handle, ref, slips in cases:
             got = as_tensor(r.value(handle, f"accuracy_by_position on {label}"), label)
             expect(tuple(got.shape) == (T,), f"accuracy_by_position on {label} should have shape ({T},); it has "
@@ -232,13 +237,18 @@ def test_accuracy_by_position(p):
                                      + (". A share such as 1/3 in float32 is off by about 1e-8, and the accuracies are "
                                         "compared to 1e-12." if got.is_floating_point() else "."),
                    cause="accuracy_not_float64")
-            missing = [t for t in range(T) if bool(torch.isnan(ref[t])) != bool(torch.isnan(got[t]))]
+            answers.append((label, got, ref, slips))
+        # A cause is named only if it explains every case: on one draw two slips can give the same numbers.
+        slip = next((code for code in answers[0][3]
+                     if any(not torch.equal(slips[code], ref) for _, _, ref, slips in answers)
+                     and all(torch.allclose(got, slips[code], atol=1e-12, rtol=0, equal_nan=True)
+                             for _, got, _, slips in answers)), None)
+        # Numbers only where nothing counts, and right everywhere else: the one slip of a count clamped to 1.
+        only_nan = all(bool(torch.allclose(got[~torch.isnan(ref)], ref[~torch.isnan(ref)], atol=1e-12, rtol=0))
+                       for _, got, ref, _ in answers)
+        for label, got, ref, _ in answers:
+            missing = [t for t in range(len(ref)) if bool(torch.isnan(ref[t])) != bool(torch.isnan(got[t]))]
             keep = ~torch.isnan(ref)
-            # Numbers only where nothing counts, and right everywhere else: the one slip of a count clamped to 1.
-            only_nan = all(bool(torch.isnan(ref[t])) for t in missing) and bool(
-                torch.allclose(got[keep], ref[keep], atol=1e-12, rtol=0))
-            slip = next((code for code, wrong in slips.items() if not torch.equal(wrong, ref)
-                         and torch.allclose(got, wrong, atol=1e-12, rtol=0, equal_nan=True)), None)
             expect(not missing, f"accuracy_by_position on {label}: nan is where no sequence's position counts, and "
                                 f"only there; at positions {missing[:8]} it is not so.",
                    cause=slip or ("nan_where_nothing_counts" if only_nan else None))
@@ -430,11 +440,15 @@ PARAMETER_BUDGET = 2500  # parameters of the model it returns
 
 
 def test_trained_model(p):
-    # (V, C, k, seed, least accuracy); the run drawn afresh keeps a margin below the promised 95 %. The kernel trains
-    # two lengths (a model built for one length fails the other) and two seeds of one size (they must differ).
-    runs = [(24, 7, 3, 5, 0.95), (24, 7, 3, 6, 0.95), (32, 16, 1, 2, 0.95)]
+    # (V, C, k, seed, least accuracy). The kernel trains two lengths (a model built for one length fails the other)
+    # and two seeds of one size (they must differ), on data of its fixed seed, and holds them to the promised 95 %.
+    # Verification draws its data afresh for every run, so a model's accuracy moves with the draw: it keeps a margin
+    # below 95 % (93 % on the kernel's sizes, 90 % on a size drawn afresh), so that a model the kernel passed is not
+    # flagged for a draw, while a model that has not learned the task (far below) still fails.
+    least = 0.95 if p.in_kernel else 0.93
+    runs = [(24, 7, 3, 5, least), (24, 7, 3, 6, least), (32, 16, 1, 2, least)]
     if not p.in_kernel:  # verification trains more
-        runs += [(8, 12, 2, 9, 0.95), (32, 6, 3, 4, 0.95)]
+        runs += [(8, 12, 2, 9, least), (32, 6, 3, 4, least)]
         fresh = (int(p.rng.integers(8, 33)), int(p.rng.integers(6, 17)), int(p.rng.integers(1, 4)))
         runs.append((*fresh, int(p.rng.integers(0, 100_000)), 0.9))
     cases, seeds = [], [seed for _, _, _, seed, _ in runs]
