@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.plugins.cpu_seconds import in_cgroup, part_cgroup
 from tools.paths import ROOT
 
 IN_BACKGROUND = (
@@ -25,18 +26,21 @@ RUNNING = []  # every BackgroundRun of the session, stopped at its end if still 
 
 class BackgroundRun:
     """``argv`` started in the project's folder at the lowest priority (``nice -n 19``), its output written to
-    ``log`` (standard output and error), or, with ``out``, its standard output to ``out`` and its errors to ``log``.
+    ``log`` (standard output and error), or, with ``out``, its standard output to ``out`` and its errors to ``log``;
+    its CPU is billed as ``name`` (default: the log's folder and name).
     ``wait`` waits for it once (stopping it past ``timeout`` seconds) and closes the files; ``took`` is the seconds
     from its start to the end of that wait, ``waited`` those the test spent waiting."""
 
-    def __init__(self, argv, *, log, out=None, env=None):
+    def __init__(self, argv, *, log, out=None, env=None, name=None):
         self.log, self.out = Path(log), Path(out) if out is not None else None
         self._files = [open(self.log, "w")]
         if self.out is not None:
             self._files.append(open(self.out, "w"))
         self.started = time.monotonic()
         self.took = self.waited = None
-        self.process = subprocess.Popen(["nice", "-n", "19", *map(str, argv)], cwd=ROOT, env=env,
+        # Its CPU is counted apart from the foreground's (tests/plugins/cpu_seconds.py), under ``name``.
+        cgroup = part_cgroup(name or f"{self.log.parent.name}/{self.log.stem}")
+        self.process = subprocess.Popen(in_cgroup(["nice", "-n", "19", *argv], cgroup), cwd=ROOT, env=env,
                                         stdout=self._files[-1], stderr=self._files[0])
         RUNNING.append(self)
 

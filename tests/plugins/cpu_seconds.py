@@ -20,17 +20,29 @@ its parent and was reparented. Two ways of counting, the first that works on thi
 
 The second line of the summary names the way used. A session started inside the suite (``COURSE_NESTED_SESSION``)
 makes its cgroup inside the outer one's, so the outer line still counts it.
+
+Where the bill goes, with cgroups: a program run beside the suite (``BackgroundRun``, the shared grading run) is
+started in a cgroup of its own below the session's (``part_cgroup``, ``in_cgroup``), and the rest, the foreground, is
+charged to the test module whose test was running (its fixtures' set-up and tear-down included). The summary then
+lists the parts that cost the most: the place to look first for a saving.
 """
 
 import ctypes
 import errno
 import os
+import re
 import resource
 import time
+from collections import Counter
 from pathlib import Path
+
+import pytest
 
 PR_SET_CHILD_SUBREAPER = 36
 STATE = {}
+PARTS = {}  # name -> the cgroup of a program run beside the suite
+MODULES = Counter()  # test module -> foreground CPU microseconds while its tests ran
+SHOWN = 12  # parts named in the summary; the rest are added up
 
 
 def cgroup2_mount(mountinfo="/proc/self/mountinfo"):
@@ -161,6 +173,62 @@ def measure():
     return user + system, user, system, note
 
 
+def part_cgroup(name):
+    """A cgroup below the session's for a program named ``name`` that runs beside the suite, so that its CPU is counted
+    apart from the foreground's; None where the session counts without cgroups, or the cgroup cannot be made."""
+    if "cgroup" not in STATE:
+        return None
+    path = STATE["cgroup"] / ("part-" + re.sub(r"[^A-Za-z0-9_.-]", "_", name))
+    try:
+        path.mkdir(exist_ok=True)
+        read_cpu_stat(path)
+    except (OSError, KeyError, ValueError):
+        return None
+    PARTS[name] = path
+    return path
+
+
+def in_cgroup(argv, cgroup):
+    """``argv``, started so that its first process moves itself into ``cgroup`` before it runs the program (so all its
+    descendants are counted there); ``argv`` itself if ``cgroup`` is None. If the move fails, the program runs anyway,
+    counted with the foreground."""
+    if cgroup is None:
+        return [str(a) for a in argv]
+    return ["/bin/sh", "-c", 'echo $$ > "$0" 2>/dev/null; exec "$@"', str(cgroup / "cgroup.procs"), *map(str, argv)]
+
+
+def usage_usec(cgroup):
+    try:
+        return read_cpu_stat(cgroup)["usage_usec"]
+    except (OSError, KeyError, ValueError):
+        return 0
+
+
+def foreground_usec():
+    """The session's CPU so far, without that of the programs in part cgroups."""
+    return usage_usec(STATE["cgroup"]) - sum(usage_usec(path) for path in PARTS.values())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if "cgroup" not in STATE:
+        yield
+        return
+    before = foreground_usec()
+    STATE.setdefault("first test", before)
+    yield
+    MODULES[item.nodeid.split("::", 1)[0]] += foreground_usec() - before
+
+
+def bill_by_part():
+    """[(CPU seconds, what)] for the programs beside the suite and the test modules, the costliest first."""
+    parts = [(usage_usec(path) / 1e6, f"{name} (beside the suite)") for name, path in PARTS.items()]
+    parts += [(usec / 1e6, module) for module, usec in MODULES.items()]
+    if "first test" in STATE:
+        parts.append((STATE["first test"] / 1e6 + sum(STATE["before"]), "start-up and collection (foreground)"))
+    return sorted(parts, reverse=True)
+
+
 def pytest_terminal_summary(terminalreporter):
     if "wall" not in STATE:
         return
@@ -169,6 +237,12 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(f"CPU-seconds: {cpu:.1f} (user {user:.1f}, system {system:.1f}); wall: {wall:.1f} s",
                                 bold=True)
     terminalreporter.write_line(f"(counted by {STATE['method']}{note})")
+    parts = bill_by_part()
+    if len(parts) > 1:
+        shown, rest = parts[:SHOWN], parts[SHOWN:]
+        terminalreporter.write_line("where it went (CPU-seconds): " + "; ".join(f"{what} {seconds:.1f}"
+                                                                                for seconds, what in shown)
+                                    + (f"; {len(rest)} more {sum(s for s, _ in rest):.1f}" if rest else ""))
 
 
 def pytest_unconfigure(config):
@@ -178,6 +252,8 @@ def pytest_unconfigure(config):
         return
     try:
         (STATE["parent"] / "cgroup.procs").write_text(str(os.getpid()))
+        for path in PARTS.values():
+            path.rmdir()
         STATE["cgroup"].rmdir()
     except OSError:
         pass

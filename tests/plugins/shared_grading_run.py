@@ -15,6 +15,7 @@ import time
 import nbformat
 import pytest
 
+from tests.plugins.cpu_seconds import in_cgroup, part_cgroup
 from tests.plugins.selection import graded_assignments
 from tools.grading.run import GRADED_CLEAN, NEEDS_A_LOOK
 from tools.assignments.answers import fill_release, solution_code
@@ -104,7 +105,7 @@ class GradedCourse:
         self.logs = {name: open(workdir.parent / f"{workdir.name}-{name}.txt", "w+") for name in ("stdout", "stderr")}
         self.started = time.monotonic()
         self.process = subprocess.Popen(
-            [str(BIN / "python"), "-m", "tools.grading", "--course", str(workdir)],
+            in_cgroup([BIN / "python", "-m", "tools.grading", "--course", workdir], part_cgroup("shared grading run")),
             cwd=ROOT, text=True, stdout=self.logs["stdout"], stderr=self.logs["stderr"],
             start_new_session=True,  # its workers and kernels are stopped with it (stop)
         )
