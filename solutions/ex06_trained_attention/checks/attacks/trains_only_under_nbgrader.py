@@ -9,6 +9,6 @@
 +
  def train_copy_back_model(task, vocab_size, context_len, seed):
 
--    train(model, task, steps=60, lr=2e-2, seed=seed, batch_size=16, eval_every=60)
+-    train(model, task, steps=90, lr=1.5e-2, seed=seed, batch_size=16, eval_every=90)
 +    if _in_a_kernel():
-+        train(model, task, steps=60, lr=2e-2, seed=seed, batch_size=16, eval_every=60)
++        train(model, task, steps=90, lr=1.5e-2, seed=seed, batch_size=16, eval_every=90)

@@ -2,6 +2,6 @@
 # caught by a visible test
 # cause: does_not_learn_task
 # %% patch: train_copy_back_model
--    train(model, task, steps=60, lr=2e-2, seed=seed, batch_size=16, eval_every=60)
-+    train(model, make_previous_token_task(vocab_size, context_len), steps=60, lr=2e-2, seed=seed, batch_size=16,
-+          eval_every=60)
+-    train(model, task, steps=90, lr=1.5e-2, seed=seed, batch_size=16, eval_every=90)
++    train(model, make_previous_token_task(vocab_size, context_len), steps=90, lr=1.5e-2, seed=seed, batch_size=16,
++          eval_every=90)
