@@ -32,6 +32,7 @@ import pytest
 from tests.plugins.environment import require_sandbox
 from tests.test_grader_proves_itself_first import ANSWERS, RELEASE, course_of
 from tools.assignments.answers import fill_release
+from tools.grading.cluster import QUIET_ENVIRONMENT
 from tools.paths import BIN, ROOT
 
 ASSIGNMENT = "ex01_by_hand"
@@ -93,12 +94,12 @@ def stopped_midway(root):
     worker) that is killed once the first student's result is merged; what it printed and its exit status."""
     port = free_port()
     address = f"tcp://127.0.0.1:{port}"
-    env = {**os.environ, "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION": "1.0"}
+    env = {**os.environ, **QUIET_ENVIRONMENT}
     scheduler = subprocess.Popen([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
                                   "--dashboard-address", ":0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                  env=env)
     worker = subprocess.Popen([str(BIN / "dask"), "worker", address, "--nthreads", "1", "--nworkers", "1",
-                               "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     lines = []
     try:
         graded = subprocess.Popen([str(BIN / "python"), "-m", "tools.grading", "--course", str(root),

@@ -32,6 +32,7 @@ from distributed import Client, WorkerPlugin
 
 from tests.conftest import require_sandbox
 from tests.test_grader_proves_itself_first import ANSWERS, course_of
+from tools.grading.cluster import QUIET_ENVIRONMENT
 from tools.grading.self_check import REFERENCE_STUDENT
 from tools.paths import BIN, ROOT
 
@@ -110,13 +111,13 @@ def runs(tmp_path_factory):
     programs = [subprocess.Popen([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
                                   "--dashboard-address", ":0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                  # as instructor/cluster.md says: a worker holds only the submission it grades
-                                 env={**os.environ, "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION": "1.0"})]
+                                 env={**os.environ, **QUIET_ENVIRONMENT})]
     bwrap = shutil.which("bwrap")
     for _ in range(2):  # the course folder's parent is an empty folder in each worker's namespace
         programs.append(subprocess.Popen(
             [bwrap, "--dev-bind", "/", "/", "--tmpfs", str(on_dask.parent), "--",
              str(BIN / "dask"), "worker", address, "--nthreads", "1", "--nworkers", "1", "--no-dashboard"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **QUIET_ENVIRONMENT}))
     try:
         client = Client(address, timeout="60s")
         client.wait_for_workers(2, timeout=120)

@@ -36,6 +36,22 @@ from .run import next_unheld, submission_of, unpacked
 
 # How long past its deadline a submission's task may run before its worker is restarted (the local pool's margin).
 GRACE_SECONDS = 60
+# A grading worker waits on its sandboxed kernel most of the time; what Dask does meanwhile by default costs CPU that
+# grading needs: a statistical profiler sampling every thread every 10 ms, an event-loop check every 20 ms, the GIL
+# polled every millisecond, the system and memory monitors every 500 and 100 ms. A local cluster's workers and
+# scheduler run with these settings (measured in instructor/cluster.md); a cluster started elsewhere takes them as
+# environment variables (QUIET_ENVIRONMENT, which the guide's commands set).
+QUIET = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.system-monitor.gil.enabled": False,
+    "distributed.admin.tick.interval": "500ms",
+    "distributed.admin.system-monitor.interval": "2s",
+    "distributed.worker.memory.monitor-interval": "1s",
+    # One submission sent to a worker at a time: a worker's death counts against every task it holds.
+    "distributed.scheduler.worker-saturation": 1.0,
+}
+QUIET_ENVIRONMENT = {"DASK_" + key.upper().replace(".", "__").replace("-", "_"): str(value)
+                     for key, value in QUIET.items()}
 # How often the grading process looks at what the workers are running.
 WATCH_SECONDS = 2.0
 
@@ -243,8 +259,7 @@ def open_cluster(scheduler: str, jobs: int, preload, memory_bytes, out):
         # worker: grading is CPU-bound, and a worker's warm template serves one kernel at a time.
         import dask
 
-        # One submission sent to a worker at a time: a worker's death counts against every task it holds.
-        with dask.config.set({"distributed.scheduler.worker-saturation": 1.0}):
+        with dask.config.set(QUIET):
             cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None,
                                    scheduler_port=0, silence_logs=logging.ERROR)
         client = Client(cluster)
