@@ -18,21 +18,16 @@ integrity.csv rows, and the next run grades only the rest. ``FORCE=1``
 import csv
 import hashlib
 import io
-import os
 import re
-import signal
-import socket
 import sqlite3
 import subprocess
-import time
 
-import psutil
 import pytest
 
+from tests.plugins.dask_programs import DaskPrograms
 from tests.plugins.environment import require_sandbox
 from tests.test_grader_proves_itself_first import ANSWERS, RELEASE, course_of
 from tools.assignments.answers import fill_release
-from tools.grading.cluster import QUIET_ENVIRONMENT
 from tools.paths import BIN, ROOT
 
 ASSIGNMENT = "ex01_by_hand"
@@ -83,45 +78,22 @@ def grade_here(root):
     return status, out.getvalue()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def stopped_midway(root):
     """make grade through a Dask scheduler (a program of its own, with one
     worker) that is killed once the first student's result is merged; what it printed and its exit status."""
-    port = free_port()
-    address = f"tcp://127.0.0.1:{port}"
-    env = {**os.environ, **QUIET_ENVIRONMENT}
-    scheduler = subprocess.Popen([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                  "--dashboard-address", ":0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 env=env)
-    worker = subprocess.Popen([str(BIN / "dask"), "worker", address, "--nthreads", "1", "--nworkers", "1",
-                               "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    cluster = DaskPrograms(workers=1)
     lines = []
     try:
         graded = subprocess.Popen([str(BIN / "python"), "-m", "tools.grading", "--course", str(root),
-                                   "--scheduler", address, ASSIGNMENT], cwd=ROOT, stdout=subprocess.PIPE,
+                                   "--scheduler", cluster.address, ASSIGNMENT], cwd=ROOT, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True)
         for line in graded.stdout:
             lines.append(line)
-            if graded_in(line) and scheduler.poll() is None:
-                scheduler.kill()  # the scheduler goes away, by its process id
+            if graded_in(line) and cluster.scheduler.poll() is None:
+                cluster.scheduler.kill()  # the scheduler goes away, by its process id
         graded.wait(timeout=600)
     finally:
-        for program in (scheduler, worker):
-            try:
-                family = psutil.Process(program.pid).children(recursive=True)
-            except psutil.NoSuchProcess:
-                family = []
-            for process in [*family, psutil.Process(program.pid)] if program.poll() is None else family:
-                try:
-                    process.kill()
-                except psutil.NoSuchProcess:
-                    pass
-            program.wait(timeout=30)
+        cluster.stop()
     return graded.returncode, "".join(lines)
 
 

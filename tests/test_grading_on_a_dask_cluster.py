@@ -1,5 +1,8 @@
 """Promise: make grade SCHEDULER=tcp://host:8786 grades on a Dask cluster exactly as it grades here.
 
+The suite's shared course (tests/plugins/shared_grading_run.py: every assignment, all its wrong implementations and
+attacks, read by most of the suite's grading tests) is itself graded this way, on two workers that cannot see it.
+
 A scheduler and two workers are started as separate programs (`dask
 scheduler`, `dask worker`), each worker in a bubblewrap namespace in which the
 course folder is an empty folder: a worker is sent bytes and returns bytes
@@ -18,23 +21,20 @@ import csv
 import hashlib
 import os
 import re
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 
 import cloudpickle
-import psutil
 import pytest
 from distributed import Client, WorkerPlugin
 
 from tests.conftest import require_sandbox
+from tests.plugins.dask_programs import DaskPrograms
 from tests.test_grader_proves_itself_first import ANSWERS, course_of
-from tools.grading.cluster import QUIET_ENVIRONMENT
 from tools.grading.self_check import REFERENCE_STUDENT
-from tools.paths import BIN, ROOT
+from tools.paths import ROOT
 
 ASSIGNMENT = "ex01_by_hand"
 POISON = "poison"  # the student whose task kills its worker
@@ -51,12 +51,6 @@ class KillsPoisonsWorker(WorkerPlugin):
     def transition(self, key, start, finish, **kwargs):
         if finish == "executing" and f"-{POISON}-" in str(key):
             os.kill(os.getpid(), signal.SIGKILL)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def what_it_left(root, students):
@@ -106,18 +100,10 @@ def runs(tmp_path_factory):
     course_of(on_dask, STUDENTS)
     pool = make_grade(undisturbed)
 
-    port = free_port()
-    address = f"tcp://127.0.0.1:{port}"
-    programs = [subprocess.Popen([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                  "--dashboard-address", ":0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 # as instructor/cluster.md says: a worker holds only the submission it grades
-                                 env={**os.environ, **QUIET_ENVIRONMENT})]
-    bwrap = shutil.which("bwrap")
-    for _ in range(2):  # the course folder's parent is an empty folder in each worker's namespace
-        programs.append(subprocess.Popen(
-            [bwrap, "--dev-bind", "/", "/", "--tmpfs", str(on_dask.parent), "--",
-             str(BIN / "dask"), "worker", address, "--nthreads", "1", "--nworkers", "1", "--no-dashboard"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **QUIET_ENVIRONMENT}))
+    # Each worker's namespace shows the course folder's parent as an empty folder; QUIET_ENVIRONMENT, as
+    # instructor/cluster.md says to start them (a worker is sent one submission at a time).
+    cluster = DaskPrograms(workers=2, hide=on_dask.parent)
+    address = cluster.address
     try:
         client = Client(address, timeout="60s")
         client.wait_for_workers(2, timeout=120)
@@ -133,7 +119,7 @@ def runs(tmp_path_factory):
                        and f"-{REFERENCE_STUDENT}-" not in str(k) for k in keys):
                     try:
                         pid = client.run(os.getpid, workers=[worker])[worker]
-                        if not started_by(pid, {program.pid for program in programs[1:]}):
+                        if not started_by(pid, {program.pid for program in cluster.workers}):
                             # (a worker of this test's, nothing else: its nanny, under bubblewrap, started it)
                             raise RuntimeError(f"pid {pid} is not a process of this test's Dask workers")
                         os.kill(pid, signal.SIGKILL)
@@ -146,21 +132,7 @@ def runs(tmp_path_factory):
         dask_out, _ = graded.communicate(timeout=900)
         client.close()
     finally:
-        # Each program and every process it started (a worker's nanny starts its worker: bubblewrap's end
-        # does not end them), by process id.
-        family = []
-        for program in programs:
-            try:
-                family += psutil.Process(program.pid).children(recursive=True)
-            except psutil.NoSuchProcess:
-                pass
-        for process in [*family, *(psutil.Process(p.pid) for p in programs if p.poll() is None)]:
-            try:
-                process.kill()
-            except psutil.NoSuchProcess:
-                pass
-        for program in programs:
-            program.wait(timeout=30)
+        cluster.stop()
     pool_out, _ = pool.communicate(timeout=900)
     return {"pool": (undisturbed, pool, pool_out), "dask": (on_dask, graded, dask_out), "killed": killed,
             "seen": seen_by_workers, "errors": errors}
@@ -187,3 +159,17 @@ def test_a_submission_that_kills_its_worker_every_time_is_not_graded(runs):
     assert f"  {ASSIGNMENT}  {POISON}: NOT GRADED (its grading worker died each of the" in dask_out, dask_out[-4000:]
     assert re.search(r"^make grade: ATTENTION: 1 not graded, 0 flagged, of 3 submission\(s\).*exit status 1$",
                      dask_out, re.MULTILINE), dask_out[-2000:]
+
+
+def test_the_shared_course_is_graded_on_workers_that_cannot_read_it(graded_course):
+    """`make test`'s shared course (every assignment's solution, untouched release, wrong implementations and
+    attacks: tests/plugins/shared_grading_run.py) is graded through `SCHEDULER=` too, on two `dask worker` programs
+    whose namespace shows the course's folder empty: each worker that tried to list it failed, while it is here."""
+    require_sandbox("the shared course on Dask workers")
+    course = graded_course()
+    assert re.search(r"^Dask scheduler tcp://127\.0\.0\.1:\d+: \d+ worker\(s\)", course.out, re.MULTILINE), \
+        course.out[:2000]
+    assert len(course.worker_view) == 2, course.worker_view
+    for worker, seen in course.worker_view.items():
+        assert isinstance(seen, FileNotFoundError), f"the worker at {worker} listed the course folder: {seen}"
+    assert (course.workdir / "gradebook.db").is_file() and (course.workdir / "feedback").is_dir()

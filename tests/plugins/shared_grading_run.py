@@ -16,6 +16,7 @@ import nbformat
 import pytest
 
 from tests.plugins.cpu_seconds import in_cgroup, part_cgroup
+from tests.plugins.dask_programs import DaskPrograms
 from tests.plugins.selection import graded_assignments
 from tools.grading.run import GRADED_CLEAN, NEEDS_A_LOOK
 from tools.assignments.answers import fill_release, solution_code
@@ -65,8 +66,9 @@ class GradedAssignment:
 class GradedCourse:
     """Every assignment's solution, untouched release and known-wrong
     implementations, graded by one `make grade` run (tools/grading/run.py:
-    nbgrader's autograde and feedback in parallel workers, in the sandbox,
-    then every grade verified outside the notebook into integrity.csv).
+    nbgrader's autograde and feedback on the two workers of a Dask cluster
+    started as programs, in the sandbox, then every grade verified outside the
+    notebook into integrity.csv).
     One run for all assignments: the workers' start-up is paid once, and
     each added assignment adds only its submissions."""
 
@@ -101,24 +103,37 @@ class GradedCourse:
         # `make grade` runs in the background (``finish`` waits for it), so that
         # the tests that do not read its results run meanwhile (they are
         # ordered first: pytest_collection_modifyitems).
+        # It grades on a Dask cluster of two workers started as programs, as instructor/cluster.md starts them
+        # (make grade SCHEDULER=...), each in a namespace where the course's folder is empty: a worker is sent
+        # bytes and returns bytes (tools/grading/task.py). ``worker_view`` records what the workers found there.
         self.workdir = workdir
         self.logs = {name: open(workdir.parent / f"{workdir.name}-{name}.txt", "w+") for name in ("stdout", "stderr")}
         self.started = time.monotonic()
-        self.process = subprocess.Popen(
-            in_cgroup([BIN / "python", "-m", "tools.grading", "--course", workdir], part_cgroup("shared grading run")),
-            cwd=ROOT, text=True, stdout=self.logs["stdout"], stderr=self.logs["stderr"],
-            start_new_session=True,  # its workers and kernels are stopped with it (stop)
-        )
+        cgroup = part_cgroup("shared grading run")
+        self.cluster = DaskPrograms(workers=2, hide=workdir.parent if shutil.which("bwrap") else None,
+                                    wrap=lambda argv: in_cgroup(argv, cgroup))
+        self.worker_view = {}
+        try:
+            self.process = subprocess.Popen(
+                in_cgroup([BIN / "python", "-m", "tools.grading", "--course", workdir,
+                           "--scheduler", self.cluster.address], cgroup),
+                cwd=ROOT, text=True, stdout=self.logs["stdout"], stderr=self.logs["stderr"],
+                start_new_session=True,  # its kernels are stopped with it (stop)
+            )
+        except BaseException:
+            self.cluster.stop()
+            raise
         self.finished = False
 
     def stop(self):
-        """Stop `make grade`, its workers and their kernels."""
+        """Stop `make grade`, its Dask cluster and their kernels."""
         if self.process.poll() is None:
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
             self.process.wait()
+        self.cluster.stop()
 
     def finish(self):
         """Wait for `make grade` and read what it wrote; raise if it failed."""
@@ -131,6 +146,10 @@ class GradedCourse:
             self.stop()
         SHARED_RUN["took"], SHARED_RUN["waited"] = time.monotonic() - self.started, time.monotonic() - waiting
         self.finished = True
+        try:
+            self.worker_view = self.cluster.ask_workers(os.listdir, str(self.workdir))
+        finally:
+            self.cluster.stop()
         written = {}
         for name, log in self.logs.items():
             log.seek(0)

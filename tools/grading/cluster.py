@@ -12,8 +12,10 @@ out, merged by the grading process alone.
 
 Faults: the scheduler gives the task of a worker that died to another
 worker; one whose worker died ``distributed.scheduler.allowed-failures + 1``
-times (Dask's default: 3 + 1) raises KilledWorker, and that submission is NOT
-GRADED, saying so. A Dask worker runs its tasks in a thread, where no alarm
+times (Dask's default: 3 + 1) raises KilledWorker, and that submission is
+graded once more, alone, after the others (Dask counts a death against every
+task the worker held, an honest one waiting behind the culprit too); if it
+kills its worker as often again, it is NOT GRADED, saying so. A Dask worker runs its tasks in a thread, where no alarm
 can stop a submission at its deadline: ``grade_with_dask`` watches each
 task from the grading process instead, and one still running
 ``GRACE_SECONDS`` past the submission's deadline is cancelled, its worker
@@ -92,7 +94,8 @@ def grade_with_dask(client, bundles, layout, staging, todo, finished, sources=No
     grade_with_pool does locally; return [] (what a worker left undone Dask
     gives to another worker). A submission whose task killed its worker more
     often than the scheduler allows (distributed.scheduler.allowed-failures)
-    is NOT GRADED, saying so; so is one whose task runs more than
+    is tried again alone once the others are done, and NOT GRADED if it does
+    so again, saying so; so is one whose task runs more than
     ``deadline`` seconds on one worker, which is restarted. If the scheduler
     goes away, raises SchedulerGone naming what was not graded yet; what was
     merged stays. A key for which ``hold(key)`` is true waits; if only such
@@ -112,9 +115,18 @@ def grade_with_dask(client, bundles, layout, staging, todo, finished, sources=No
     waiting = list(todo)
     futures = {}
     queue = as_completed()
+    # Dask counts a worker's death against every task it held, the one that killed it and those waiting behind it:
+    # an honest submission that waited on the worker of one that kills it can be given up with it. A submission
+    # given up so (KilledWorker) is graded once more, alone, once everything else is done: an honest one then
+    # passes, and one that kills its worker every time is NOT GRADED.
+    suspects, alone = [], set()
 
     def submit_more():
-        while len(futures) < window and (key := next_unheld(waiting, hold)) is not None:
+        if not futures and suspects and not any(not hold(key) for key in waiting):
+            waiting.insert(0, suspects.pop(0))  # the second chance, alone: nothing else is in flight
+            alone.add(waiting[0])
+        limit = 1 if alone else window
+        while len(futures) < limit and (key := next_unheld(waiting, hold)) is not None:
             assignment, student = key
             submission = submission_of(layout, assignment, student, (sources or {}).get((assignment, student)))
             if isinstance(submission, dict):  # refused before grading
@@ -136,7 +148,7 @@ def grade_with_dask(client, bundles, layout, staging, todo, finished, sources=No
         try:
             processing = client.processing()
         except Exception as error:  # noqa: BLE001 - the scheduler went away: the next result says so
-            raise SchedulerGone(error, [*futures.values(), *waiting]) from error
+            raise SchedulerGone(error, [*futures.values(), *waiting, *suspects]) from error
         by_key = {future.key: future for future in futures}
         overran = {}
         for worker, keys in processing.items():
@@ -175,13 +187,19 @@ def grade_with_dask(client, bundles, layout, staging, todo, finished, sources=No
             try:
                 result = future.result()
             except Exception as error:  # noqa: BLE001 - the task failed: a worker it killed, or the cluster
+                if is_killed_worker(error) and (assignment, student) not in alone:
+                    suspects.append((assignment, student))
+                    future.release()
+                    submit_more()
+                    continue
                 if is_killed_worker(error):
                     result = {"success": False, "log": "", "seconds": 0.0,
-                              "reason": f"its grading worker died each of the {allowed + 1} times it was graded "
-                                        f"(the scheduler's distributed.scheduler.allowed-failures is {allowed})"}
+                              "reason": f"its grading worker died each of the {allowed + 1} times it was graded, "
+                                        f"and {allowed + 1} times more when it was graded alone (the scheduler's "
+                                        f"distributed.scheduler.allowed-failures is {allowed})"}
                 elif client.status != "running" or is_comm_error(error):
                     waiting.insert(0, (assignment, student))
-                    raise SchedulerGone(error, [*futures.values(), *waiting]) from error
+                    raise SchedulerGone(error, [*futures.values(), *waiting, *suspects]) from error
                 else:
                     result = {"success": False, "log": "".join(traceback.format_exception(error)), "seconds": 0.0,
                               "reason": f"its grading task failed: {type(error).__name__}: {error}"}
