@@ -7,7 +7,9 @@ processes behind or use the network. `make grade` runs each kernel in a
 bubblewrap sandbox (tools/sandbox/bubblewrap.py, tools/sandbox/kernel.py).
 
 One `make grade` run over a small temporary course grades one submission per
-attack next to two honest ones, and each test checks one attack (without the
+attack next to two honest ones, on a local Dask cluster (`SCHEDULER=local`:
+the path of a cluster's workers; the non-root run grades them on the local
+pool), and each test checks one attack (without the
 sandbox, the attacks on the gradebook make every test fail at once). Every
 attack sits in the `score_gaps` solution cell of ex01_by_hand. Those that aim at
 a grade would earn the points of the test that needs `score_gaps`
@@ -58,6 +60,10 @@ EARLIER_POINTS = 6  # the two tests before test_score_gaps
 FULL_POINTS = 10
 ATTACKED = ("test_score_gaps",)
 CELL_TIMEOUT = 5  # seconds, for this course only: keeps the endless loops short
+# The attacks are graded on a local Dask cluster (make grade SCHEDULER=local): the path of a cluster's workers, whose
+# tasks carry bytes in and out (tools/grading/task.py). The local pool runs the same task function, and the run of
+# tests/test_submissions_cannot_harm_a_grader_that_is_not_root.py grades the attacks on it.
+ON = "local"
 
 
 
@@ -395,10 +401,11 @@ HONEST = ("solution", "blank")
 HOST_SECRET = "a file of the grader's machine: 5be1"
 
 
-def grade_course(root: Path, attacked_cells: dict, honest=HONEST, env=None, planted=None, prefix=()):
+def grade_course(root: Path, attacked_cells: dict, honest=HONEST, env=None, planted=None, prefix=(), scheduler=None):
     """A course with the ``honest`` submissions and one per entry of
     ``attacked_cells`` ({student: code}), graded by `make grade`'s command
-    (started through ``prefix``: another user's, for instance).
+    (started through ``prefix``: another user's, for instance; on the Dask
+    cluster ``scheduler`` names, if given: ``SCHEDULER=``).
     Returns the course, the finished process and the scores in the gradebook."""
     course = Course(root, [ASSIGNMENT])
     with open(root / "nbgrader_config.py", "a") as config:
@@ -415,7 +422,8 @@ def grade_course(root: Path, attacked_cells: dict, honest=HONEST, env=None, plan
         planted(course)
     course.submitted_before = {path: path.read_bytes() for path in (root / "submitted").rglob("*") if path.is_file()}
     proc = subprocess.run(
-        [*prefix, str(BIN / "python"), "-m", "tools.grading", "--course", str(root), "--jobs", "2"],
+        [*prefix, str(BIN / "python"), "-m", "tools.grading", "--course", str(root), "--jobs", "2",
+         *(["--scheduler", scheduler] if scheduler else [])],
         cwd=ROOT, text=True, capture_output=True, timeout=600, env=env,
     )
     try:
@@ -445,10 +453,11 @@ def graded(tmp_path_factory):
         env = {**os.environ, **SECRETS}
         started = time.monotonic()
         course, proc, scores = grade_course(root, {**cells, **{student: ANSWER for student in PLANTED_BEYOND_BYTES}},
-                                            env=env, planted=lambda course: plant(course, host))
+                                            env=env, planted=lambda course: plant(course, host), scheduler=ON)
         seconds = time.monotonic() - started
         # The same honest submissions, graded alone: what the attack run must give them too.
-        quiet_course, quiet_proc, quiet_scores = grade_course(tmp_path_factory.mktemp("quiet-course"), {}, env=env)
+        quiet_course, quiet_proc, quiet_scores = grade_course(tmp_path_factory.mktemp("quiet-course"), {}, env=env,
+                                                              scheduler=ON)
     finally:
         server.shutdown()
         server.server_close()
