@@ -15,8 +15,9 @@ worker; one whose worker died ``distributed.scheduler.allowed-failures + 1``
 times (Dask's default: 3 + 1) raises KilledWorker, and that submission is
 graded once more, alone, after the others (Dask counts a death against every
 task the worker held, an honest one waiting behind the culprit too); if it
-kills its worker as often again, it is NOT GRADED, saying so. A Dask worker runs its tasks in a thread, where no alarm
-can stop a submission at its deadline: ``grade_with_dask`` watches each
+kills its worker as often again, it is NOT GRADED, saying so. A Dask worker
+runs its tasks in a thread, where no alarm can stop a submission at its
+deadline: ``grade_with_dask`` watches each
 task from the grading process instead, and one still running
 ``GRACE_SECONDS`` past the submission's deadline is cancelled, its worker
 restarted through its nanny (``Client.restart_workers``), and the submission
@@ -49,7 +50,8 @@ QUIET = {
     "distributed.admin.tick.interval": "500ms",
     "distributed.admin.system-monitor.interval": "2s",
     "distributed.worker.memory.monitor-interval": "1s",
-    # One submission sent to a worker at a time: a worker's death counts against every task it holds.
+    # Fewer submissions waiting on one worker, whose death counts against every task it holds (Dask queues only
+    # large groups of like tasks on the scheduler: grade_with_dask also grades a submission given up once more, alone).
     "distributed.scheduler.worker-saturation": 1.0,
 }
 QUIET_ENVIRONMENT = {"DASK_" + key.upper().replace(".", "__").replace("-", "_"): str(value)
