@@ -2,10 +2,11 @@
 it took (tests/plugins/cpu_seconds.py): the line `CPU-seconds: N (user U, system S); wall: W s` is what the budget of
 issue 37 (1,000 CPU-seconds for `make test`) is held to.
 
-Checked on a session of its own (a pytest inside this one, with the plugin alone) whose one test starts a program
+Checked on a session of its own (a pytest inside this one, with the plugin alone) whose first test starts a program
 that leaves its parent behind, as a daemon or a sandboxed kernel's helper does: it is reparented and never waited
 for, so `time` (its parent's waited children) does not see the CPU it used. The summary must count it, and must agree
-with `time` on the rest."""
+with `time` on the rest. Its second test runs a program beside the suite (``BackgroundRun``), and the summary's
+"where it went" must bill that program apart from the test modules, and the orphan to the module that started it."""
 
 import os
 import re
@@ -43,8 +44,27 @@ def test_an_orphan_burns_cpu():
 """
 
 
+TEST_THAT_RUNS_A_PROGRAM_BESIDE = f"""
+import sys
+
+from tests.plugins.background_runs import BackgroundRun
+
+BURNER = '''
+import resource
+while sum(resource.getrusage(resource.RUSAGE_SELF)[:2]) < {BURN}:
+    sum(range(10000))
+'''
+
+
+def test_a_program_beside_the_suite_burns_cpu(tmp_path):
+    run = BackgroundRun([sys.executable, "-c", BURNER], log=tmp_path / "burner.log", name="burner")
+    assert run.wait(timeout=120) == 0
+"""
+
+
 def run_session(tmp_path):
     (tmp_path / "test_orphan.py").write_text(TEST_THAT_LEAVES_AN_ORPHAN)
+    (tmp_path / "test_beside.py").write_text(TEST_THAT_RUNS_A_PROGRAM_BESIDE)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.plugins.cpu_seconds", "-p", "no:cacheprovider",
@@ -76,3 +96,12 @@ def test_the_summary_counts_a_process_nobody_waited_for(tmp_path):
     seen = f"{cpu} CPU-seconds counted, `time` saw {timed:.2f} and the orphan used {BURN}; {said}"
     assert timed - EXIT - 0.05 + orphan <= cpu <= timed + orphan + 0.05 + LAST_TURN, seen
     assert 0 <= wall <= 300, said
+    if "cgroup" in method.group(1):
+        # Where it went: the program beside the suite is billed to itself, the orphan to the module whose test
+        # started it, and neither to the other.
+        bill = re.search(r"^where it went \(CPU-seconds\): (.*)$", proc.stdout, re.MULTILINE)
+        assert bill, said
+        parts = {what: float(sec) for what, sec in re.findall(r"(?:^|; )(.+?) (\d+\.\d)(?=;|$)", bill.group(1))}
+        assert BURN <= parts.get("burner (beside the suite)", 0) <= BURN + LAST_TURN + 0.1, parts
+        assert BURN <= parts.get("test_orphan.py", 0) <= BURN + LAST_TURN + 0.3, parts
+        assert parts.get("test_beside.py", 0) < BURN / 2, parts
