@@ -40,7 +40,6 @@ from ..verification.run import Templates
 from ..verification.specs import prepare
 
 CAUSE_LINE = re.compile(r"^# cause: (\S+)\s*$")
-KERNEL_MEMORY = 4 << 30  # the sandbox's memory for one verification (a template's children share it)
 
 
 def stated_cause(path: Path) -> str | None:
@@ -70,10 +69,12 @@ def sweep(assignment: str, seeds, root: Path = ROOT, out=sys.stdout) -> list[str
         for path in wrongs:
             notebooks[path] = staging / f"{path.stem}.ipynb"
             nbformat.write(fill_release(release, {**answers, **read_wrong_implementation(path)[1]}), notebooks[path])
-        templates = Templates(staging, KERNEL_MEMORY)
+        templates = None
         try:
             for seed in seeds:
                 checks = prepare(assignment, source, seed, staging / f"inputs-{seed}")
+                if templates is None:  # the memory verification gives its sandbox in make grade
+                    templates = Templates(staging, checks.limits.memory_bytes)
                 for name, notebook in notebooks.items():
                     workdir = staging / f"run-{seed}-{notebook.stem}"
                     workdir.mkdir()
@@ -87,7 +88,8 @@ def sweep(assignment: str, seeds, root: Path = ROOT, out=sys.stdout) -> list[str
                     else:
                         seen[name][seed] = first_loss(verdict)
         finally:
-            templates.close()
+            if templates is not None:
+                templates.close()
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     for path, by_seed in seen.items():
